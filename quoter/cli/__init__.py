@@ -1,0 +1,33 @@
+"""The `quoter` command. Each group of subcommands lives in its own module and is registered here."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from quoter.cli.data_commands import data_app
+from quoter.cli.evaluate_command import evaluate_command
+from quoter.errors import QuoterError
+
+app = typer.Typer(
+    name="quoter",
+    help="Quote recommendation for writing: rank every known quote by how well it fits a gap.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(data_app, name="data")
+app.command("evaluate")(evaluate_command)
+
+
+def main() -> None:
+    """Run the command line; errors the user can fix are one line on stderr and exit status 2."""
+    try:
+        app()
+    except QuoterError as error:
+        typer.echo(f"error: {error}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)

@@ -1,0 +1,78 @@
+"""`quoter evaluate`: rank every context of a split against the whole quote set and report the metrics."""
+
+from __future__ import annotations
+
+import sys
+import time
+from enum import Enum
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from quoter.atomic_files import write_json_atomic
+from quoter.baselines.crm import Aggregate
+from quoter.cli.options import PartOption, SplitsOption
+from quoter.datasets import load_dataset
+from quoter.evaluation import evaluate, render_report
+from quoter.languages import Language, choose_language
+from quoter.methods import METHODS, MethodOptions, build_ranker
+from quoter.errors import QuoterError
+
+EXAMPLE_DATA = resources.files("quoter") / "examples" / "proverbs.tsv"
+
+
+class Split(str, Enum):
+    TEST = "test"
+    VALID = "valid"
+
+
+def evaluate_command(
+    method: Annotated[str, typer.Option(help=f"Recommendation method: {', '.join(METHODS)}.")] = "bm25",
+    data: Annotated[
+        Optional[Path],
+        typer.Option(help="QuoteR TSV or JSONL file. Default: the small built-in example set of English proverbs."),
+    ] = None,
+    splits: SplitsOption = None,
+    part: PartOption = None,
+    split: Annotated[Split, typer.Option(help="Which split's contexts to rank.")] = Split.TEST,
+    left_only: Annotated[
+        bool, typer.Option("--left-only", help="Drop the right context (autocomplete; the paper's Appendix B).")
+    ] = False,
+    lang: Annotated[
+        Optional[Language],
+        typer.Option(help="Language for lexical methods. Default: the part's language, else guessed from the quotes."),
+    ] = None,
+    crm_aggregate: Annotated[
+        Aggregate, typer.Option(help="crm: how the scores of a quote's training contexts are combined.")
+    ] = Aggregate.SUM,
+    batch_size: Annotated[int, typer.Option(min=1, help="Contexts scored at once.")] = 256,
+    out: Annotated[Optional[Path], typer.Option(help="Write the metrics as JSON to this file.")] = None,
+) -> None:
+    """Evaluate a method with MRR, NDCG@5, Recall@1/10/100 and rank statistics over the full quote set."""
+    if method not in METHODS:
+        raise QuoterError(f"unknown method '{method}'; known methods: {', '.join(METHODS)}")
+    if data is None:
+        data = Path(str(EXAMPLE_DATA))
+        typer.echo(f"no --data given: using the built-in example set {data}", err=True)
+    dataset = load_dataset(data, splits=splits, part=part)
+    language, reason = choose_language(lang, part, dataset.quotes)
+    typer.echo(f"{data}: {len(dataset.samples):,} samples, {len(dataset.quotes):,} quotes; "
+               f"splits from {dataset.splits_source}; language {language.value} ({reason})", err=True)
+    started = time.perf_counter()
+    ranker = build_ranker(method, dataset, MethodOptions(lang=language, crm_aggregate=crm_aggregate))
+    built = time.perf_counter()
+    report = evaluate(
+        ranker, dataset, split.value, method, left_only=left_only, batch_size=batch_size, progress=sys.stderr.isatty()
+    )
+    finished = time.perf_counter()
+    typer.echo(render_report(report))
+    typer.echo(
+        f"\nbuilt {method} in {built - started:.2f} s; ranked {report.overall['n']:,} contexts "
+        f"in {finished - built:.2f} s",
+        err=True,
+    )
+    if out is not None:
+        write_json_atomic(out, report.to_json())
+        typer.echo(f"metrics written to {out}", err=True)

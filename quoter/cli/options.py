@@ -1,0 +1,21 @@
+"""Command-line options that several subcommands share, declared once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+SplitsOption = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--splits",
+        help='Splits JSON {"train": [0, a], "valid": [a, b], "test": [b, n]} of half-open line ranges. '
+        "Default: NAME.splits.json or splits.json beside the data file, if there is one.",
+    ),
+]
+PartOption = Annotated[
+    Optional[str],
+    typer.Option("--part", help="Official QuoteR part whose fixed splits apply: english, modern_chinese, ancient_chinese."),
+]

@@ -1,0 +1,64 @@
+"""A QuoteR dataset: context-quote pairs, the quote set they define, and their splits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from quoter.errors import InputError
+
+SPLIT_NAMES = ("train", "valid", "test")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One context-quote pair: the quote that really stood between `left` and `right`."""
+
+    left: str
+    quote_id: int
+    right: str
+    line: int  # 1-based line of the source file, for messages
+
+
+@dataclass
+class QuoteDataset:
+    """Samples of one file, its quote set (every distinct quote, in order of first appearance) and splits.
+
+    `splits` maps a split name to a half-open range [start, end) of sample indices, or is None when
+    the file came without split information.
+    """
+
+    path: Path
+    quotes: list[str]
+    samples: list[Sample]
+    splits: dict[str, tuple[int, int]] | None = None
+    splits_source: str | None = None
+
+    def split(self, name: str) -> list[Sample]:
+        """The samples of split `name` ('train', 'valid' or 'test')."""
+        if self.splits is None:
+            raise InputError(
+                "no splits are known for this file: give a splits JSON (--splits) or an official part "
+                "name (--part), or put a splits.json beside it",
+                path=self.path,
+            )
+        if name not in self.splits:
+            raise InputError(f"unknown split '{name}'; known: {', '.join(self.splits)}", path=self.path)
+        start, end = self.splits[name]
+        return self.samples[start:end]
+
+    def quote_counts(self, split: str | None = None) -> np.ndarray:
+        """Number of samples per quote id, in one split or (split=None) in the whole file."""
+        samples = self.samples if split is None else self.split(split)
+        counts = np.zeros(len(self.quotes), dtype=np.int64)
+        for sample in samples:
+            counts[sample.quote_id] += 1
+        return counts
+
+    def zero_shot_quote_ids(self) -> set[int]:
+        """Quotes that occur in valid or test but never in train (the paper's zero-shot quotes)."""
+        train = self.quote_counts("train")
+        held_out = self.quote_counts("valid") + self.quote_counts("test")
+        return {int(q) for q in np.flatnonzero((held_out > 0) & (train == 0))}

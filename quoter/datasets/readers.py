@@ -1,0 +1,113 @@
+"""Read QuoteR files (`left<TAB>quote<TAB>right` per line) and JSONL files ({"left", "quote", "right"})."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from quoter.datasets.dataset import QuoteDataset, Sample
+from quoter.datasets.splits import official_splits, read_splits_file
+from quoter.errors import InputError
+
+JSONL_SUFFIXES = (".jsonl", ".json")
+
+
+def _decoded_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, text) with line ends removed; undecodable bytes are located by line."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("data file not found", path=path) from None
+    except OSError as error:
+        raise InputError(f"cannot read data file: {error.strerror}", path=path) from None
+    lines = raw.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()  # the newline that ends the last line
+    for number, line in enumerate(lines, start=1):
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InputError(
+                f"bytes at column {error.start + 1} are not valid UTF-8", path=path, line=number
+            ) from None
+        yield number, text.removesuffix("\r")
+
+
+def _parse_tsv_line(text: str, path: Path, number: int) -> tuple[str, str, str]:
+    fields = text.split("\t")
+    if len(fields) != 3:
+        raise InputError(
+            f"expected 3 tab-separated fields (left, quote, right), found {len(fields)}", path=path, line=number
+        )
+    left, quote, right = fields
+    return left, quote, right
+
+
+def _parse_jsonl_line(text: str, path: Path, number: int) -> tuple[str, str, str]:
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputError(f"not valid JSON: {error.msg}", path=path, line=number) from None
+    if not isinstance(record, dict):
+        raise InputError('expected a JSON object {"left", "quote", "right"}', path=path, line=number)
+    values = []
+    for field in ("left", "quote", "right"):
+        value = record.get(field, "")
+        if not isinstance(value, str):
+            raise InputError(f"expected a string, got {type(value).__name__}", path=path, line=number, field=field)
+        values.append(value)
+    left, quote, right = values
+    return left, quote, right
+
+
+def read_samples(path: str | Path) -> tuple[list[str], list[Sample]]:
+    """Read every sample of a QuoteR TSV or JSONL file (by suffix); return (quote set, samples).
+
+    Quotes are compared after trimming surrounding white space; contexts are kept as written.
+    """
+    path = Path(path)
+    parse = _parse_jsonl_line if path.suffix.lower() in JSONL_SUFFIXES else _parse_tsv_line
+    quote_ids: dict[str, int] = {}
+    samples: list[Sample] = []
+    for number, text in _decoded_lines(path):
+        left, quote, right = parse(text, path, number)
+        quote = quote.strip()
+        if not quote:
+            raise InputError("the quote is empty", path=path, line=number, field="quote")
+        quote_id = quote_ids.setdefault(quote, len(quote_ids))
+        samples.append(Sample(left=left, quote_id=quote_id, right=right, line=number))
+    if not samples:
+        raise InputError("the data file has no samples", path=path)
+    return list(quote_ids), samples
+
+
+def sidecar_splits_path(path: str | Path) -> Path | None:
+    """The splits JSON that belongs to a data file: `NAME.splits.json`, else `splits.json` beside it."""
+    path = Path(path)
+    for candidate in (path.with_name(path.stem + ".splits.json"), path.with_name("splits.json")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_dataset(
+    path: str | Path, splits: str | Path | None = None, part: str | None = None
+) -> QuoteDataset:
+    """Load a dataset with its splits from a splits JSON, an official part name, or a sidecar file.
+
+    With neither `splits` nor `part`, a sidecar splits file is used if there is one; otherwise the
+    dataset has no splits (enough for statistics of the whole file).
+    """
+    if splits is not None and part is not None:
+        raise InputError("give either a splits JSON or an official part name, not both")
+    path = Path(path)
+    quotes, samples = read_samples(path)
+    if part is not None:
+        ranges, source = official_splits(part, len(samples), path), f"official part '{part}'"
+    else:
+        splits_path = Path(splits) if splits is not None else sidecar_splits_path(path)
+        if splits_path is None:
+            return QuoteDataset(path=path, quotes=quotes, samples=samples)
+        ranges, source = read_splits_file(splits_path, len(samples)), str(splits_path)
+    return QuoteDataset(path=path, quotes=quotes, samples=samples, splits=ranges, splits_source=source)

@@ -1,0 +1,103 @@
+"""Rank the gold quote of every context in a split against the whole quote set, then summarise."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from quoter.datasets import QuoteDataset, Sample
+from quoter.metrics import rank_metrics, ranks_from_scores
+from quoter.ranking import Query, Ranker
+
+# Ranges of the gold quote's number of training contexts, as in the paper's Figure 2; 0 is zero-shot.
+FREQUENCY_BUCKETS: tuple[tuple[int, int | None], ...] = (
+    (0, 0), (1, 2), (3, 5), (6, 10), (11, 20), (21, 50), (51, 100), (101, None)
+)
+
+
+def bucket_label(low: int, high: int | None) -> str:
+    """'0', '3-5' or '101+'."""
+    if high is None:
+        return f"{low}+"
+    return str(low) if low == high else f"{low}-{high}"
+
+
+@dataclass
+class EvaluationReport:
+    """Ranks of one split's contexts and the metrics over all of them and over subsets."""
+
+    method: str
+    split: str
+    quotes: int
+    left_only: bool
+    ranks: np.ndarray
+    overall: dict[str, float]
+    zero_shot: dict[str, float] | None
+    buckets: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The metrics JSON: the `rank_metrics` keys at top level, plus method, split, quotes and subsets."""
+        return {
+            **self.overall,
+            "method": self.method,
+            "split": self.split,
+            "quotes": self.quotes,
+            "left_only": self.left_only,
+            "zero_shot": self.zero_shot,
+            "frequency_buckets": self.buckets,
+        }
+
+
+def rank_samples(
+    ranker: Ranker, samples: Sequence[Sample], left_only: bool = False, batch_size: int = 256, progress: bool = False
+) -> np.ndarray:
+    """1-based rank of each sample's gold quote among all quotes the ranker scores."""
+    ranks = np.empty(len(samples), dtype=np.int64)
+    starts = range(0, len(samples), batch_size)
+    for start in tqdm(starts, desc="ranking", unit="batch", disable=not progress):
+        batch = samples[start : start + batch_size]
+        queries = [Query(s.left, "" if left_only else s.right) for s in batch]
+        scores = ranker.score(queries)
+        ranks[start : start + len(batch)] = ranks_from_scores(scores, [s.quote_id for s in batch])
+    return ranks
+
+
+def evaluate(
+    ranker: Ranker,
+    dataset: QuoteDataset,
+    split: str,
+    method: str,
+    left_only: bool = False,
+    batch_size: int = 256,
+    progress: bool = False,
+) -> EvaluationReport:
+    """Evaluate a ranker on one split: overall metrics, the zero-shot subset and Figure 2's buckets."""
+    samples = dataset.split(split)
+    if not samples:
+        raise ValueError(f"the '{split}' split of {dataset.path} is empty")
+    ranks = rank_samples(ranker, samples, left_only, batch_size, progress)
+    train_counts = dataset.quote_counts("train")
+    gold_train_counts = np.array([train_counts[s.quote_id] for s in samples])
+    zero_shot = gold_train_counts == 0
+    buckets = []
+    for low, high in FREQUENCY_BUCKETS:
+        inside = (gold_train_counts >= low) & (gold_train_counts <= (high if high is not None else np.inf))
+        if inside.any():
+            quotes = len({samples[i].quote_id for i in np.flatnonzero(inside)})
+            buckets.append(
+                {"train_contexts": bucket_label(low, high), "quotes": quotes, **rank_metrics(ranks[inside])}
+            )
+    return EvaluationReport(
+        method=method,
+        split=split,
+        quotes=len(dataset.quotes),
+        left_only=left_only,
+        ranks=ranks,
+        overall=rank_metrics(ranks),
+        zero_shot=rank_metrics(ranks[zero_shot]) if zero_shot.any() else None,
+        buckets=buckets,
+    )

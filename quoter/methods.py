@@ -1,0 +1,40 @@
+"""The recommendation methods `quoter evaluate --method` knows, each built from a dataset and options."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from quoter.baselines import BM25Ranker, CRMRanker, LexicalConfig
+from quoter.baselines.crm import Aggregate
+from quoter.datasets import QuoteDataset
+from quoter.errors import QuoterError
+from quoter.languages import Language
+from quoter.ranking import Ranker
+
+
+@dataclass(frozen=True)
+class MethodOptions:
+    """Everything a method may need beyond the dataset; each method reads the fields that concern it."""
+
+    lang: Language = Language.EN
+    crm_aggregate: Aggregate = Aggregate.SUM
+    lexical: LexicalConfig = LexicalConfig()
+
+
+def _bm25(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
+    return BM25Ranker(dataset.quotes, options.lang, options.lexical)
+
+
+def _crm(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
+    return CRMRanker(len(dataset.quotes), dataset.split("train"), options.lang, options.crm_aggregate, options.lexical)
+
+
+METHODS: dict[str, Callable[[QuoteDataset, MethodOptions], Ranker]] = {"bm25": _bm25, "crm": _crm}
+
+
+def build_ranker(method: str, dataset: QuoteDataset, options: MethodOptions) -> Ranker:
+    """Build the named method over the dataset's full quote set."""
+    if method not in METHODS:
+        raise QuoterError(f"unknown method '{method}'; known methods: {', '.join(METHODS)}")
+    return METHODS[method](dataset, options)
