@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from quoter.baselines.lexical_index import LexicalConfig, LexicalIndex
 from quoter.baselines.lexical_tokens import lexical_tokens
 from quoter.datasets import Sample
+from quoter.errors import QuoterError
 from quoter.languages import Language
 from quoter.ranking import Query
 
@@ -38,21 +39,23 @@ class CRMRanker:
         config: LexicalConfig = LexicalConfig(),
     ) -> None:
         if not known_contexts:
-            raise ValueError("CRM needs training contexts, and the training split is empty")
+            raise QuoterError("crm needs training contexts, and the training split is empty")
         ordered = sorted(known_contexts, key=lambda s: s.quote_id)
         self.lang, self.aggregate, self.n_quotes = lang, aggregate, n_quotes
         self.index = LexicalIndex([lexical_tokens(f"{s.left} {s.right}", lang) for s in ordered], config)
         context_quotes = np.array([s.quote_id for s in ordered])
         self.scored_quotes, self.group_starts = np.unique(context_quotes, return_index=True)
-        self.membership = sp.csr_matrix(
-            (np.ones(len(ordered), dtype=np.float32), (np.arange(len(ordered)), context_quotes)),
-            shape=(len(ordered), n_quotes),
-        )
+        if aggregate is Aggregate.SUM:
+            membership = sp.csr_matrix(
+                (np.ones(len(ordered), dtype=np.float32), (np.arange(len(ordered)), context_quotes)),
+                shape=(len(ordered), n_quotes),
+            )
+            self.index = self.index.summed_over(membership)
 
     def score(self, queries: Sequence[Query]) -> np.ndarray:
         context_scores = self.index.score([lexical_tokens(f"{q.left} {q.right}", self.lang) for q in queries])
         if self.aggregate is Aggregate.SUM:
-            return np.asarray(context_scores @ self.membership, dtype=np.float32)
+            return context_scores  # the index already sums each quote's contexts
         scores = np.zeros((len(queries), self.n_quotes), dtype=np.float32)
         scores[:, self.scored_quotes] = np.maximum.reduceat(context_scores, self.group_starts, axis=1)
         return scores

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import copy
+
 import bm25s
 import numpy as np
 import scipy.sparse as sp
@@ -37,6 +39,17 @@ class LexicalIndex:
             (scores["data"], scores["indices"], scores["indptr"]),
             shape=(len(scores["indptr"]) - 1, self.n_documents),
         )
+
+    def summed_over(self, membership: sp.spmatrix) -> LexicalIndex:
+        """An index whose documents are groups of this one's (membership: documents x groups, 0/1).
+
+        A group's score is the sum of its documents' scores; since scoring is linear, summing the
+        weights once makes scoring as cheap as scoring one document per group.
+        """
+        grouped = copy.copy(self)
+        grouped.weights = sp.csr_matrix(self.weights @ membership)
+        grouped.n_documents = membership.shape[1]
+        return grouped
 
     def query_matrix(self, queries: Sequence[list[str]]) -> sp.csr_matrix:
         """Token counts of each query over the index vocabulary; unknown tokens are dropped."""

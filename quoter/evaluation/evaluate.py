@@ -10,6 +10,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from quoter.datasets import QuoteDataset, Sample
+from quoter.errors import InputError
 from quoter.metrics import rank_metrics, ranks_from_scores
 from quoter.ranking import Query, Ranker
 
@@ -78,7 +79,7 @@ def evaluate(
     """Evaluate a ranker on one split: overall metrics, the zero-shot subset and Figure 2's buckets."""
     samples = dataset.split(split)
     if not samples:
-        raise ValueError(f"the '{split}' split of {dataset.path} is empty")
+        raise InputError(f"the '{split}' split is empty; nothing to evaluate", path=dataset.path)
     ranks = rank_samples(ranker, samples, left_only, batch_size, progress)
     train_counts = dataset.quote_counts("train")
     gold_train_counts = np.array([train_counts[s.quote_id] for s in samples])

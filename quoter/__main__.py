@@ -1,0 +1,5 @@
+"""`python -m quoter` is the `quoter` command."""
+
+from quoter.cli import main
+
+main()

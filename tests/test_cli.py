@@ -1,0 +1,75 @@
+"""The `quoter` command as a user runs it: readable tables, a metrics file, one-line errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.test_baselines import planted_rows
+
+
+def quoter(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "quoter", *args], capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.fixture
+def planted(write_dataset):
+    return write_dataset(planted_rows(), {"train": [0, 18], "valid": [18, 24], "test": [24, 30]})
+
+
+@pytest.mark.parametrize("method", ["bm25", "crm"])
+def test_evaluate_prints_a_table_and_writes_the_metrics(planted, tmp_path, method):
+    out = tmp_path / "metrics.json"
+    result = quoter("evaluate", "--method", method, "--data", str(planted), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert f"{method} on test (left and right context), ranking all 6 quotes" in result.stdout
+    metrics = json.loads(out.read_text())
+    assert {"mrr", "ndcg@5", "recall@1", "recall@10", "recall@100", "median_rank", "mean_rank", "rank_std", "n",
+            "method", "split", "quotes"} <= set(metrics)
+    assert (metrics["method"], metrics["split"], metrics["quotes"], metrics["n"]) == (method, "test", 6, 6)
+    assert metrics["mrr"] == 1.0
+
+
+def test_evaluate_valid_split_and_left_only(planted, tmp_path):
+    out = tmp_path / "m.json"
+    result = quoter("evaluate", "--data", str(planted), "--split", "valid", "--left-only", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    metrics = json.loads(out.read_text())
+    assert metrics["split"] == "valid" and metrics["left_only"] is True
+
+
+def test_evaluate_runs_on_the_built_in_example_without_arguments():
+    result = quoter("evaluate", "--method", "crm")
+    assert result.returncode == 0, result.stderr
+    assert "ranking all 27 quotes" in result.stdout
+    assert "built-in example set" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["evaluate", "--data", "missing.txt"], "missing.txt: data file not found"),
+        (["evaluate", "--method", "magic"], "unknown method 'magic'"),
+        (["evaluate", "--data", "{bad}"], "{bad}:2: expected 3 tab-separated fields"),
+        (["evaluate", "--data", "{planted}", "--part", "english"], "official 'english' part needs more"),
+        (["data", "stats", "{planted}", "{planted}", "--splits", "x.json"], "--splits belongs to one data file"),
+    ],
+)
+def test_bad_input_is_one_clear_line_and_no_traceback(planted, tmp_path, args, message):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("a\tb\tc\nonly\ttwo\n")
+    args = [a.format(bad=bad, planted=planted) for a in args]
+    result = quoter(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert message.format(bad=bad) in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("error: ")
+
+
+def test_data_stats_prints_tables_1_and_4(planted):
+    result = quoter("data", "stats", str(planted))
+    assert result.returncode == 0, result.stderr
+    assert "| pairs/quotes | 18/6  | 6/6   | 6/6  | 30/6  |" in result.stdout
+    assert "Zero-shot quotes (in valid or test, never in train): 0" in result.stdout
+    assert "| #quotes          | 6      |" in result.stdout
