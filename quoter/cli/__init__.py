@@ -15,6 +15,7 @@ app = typer.Typer(
     help="Quote recommendation for writing: rank every known quote by how well it fits a gap.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     add_completion=False,
 )
 app.add_typer(data_app, name="data")
