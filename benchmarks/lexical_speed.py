@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from quoter.baselines.crm import Aggregate
 from quoter.atomic_files import write_json_atomic, write_text_atomic
+from quoter.baselines.crm import Aggregate
 from quoter.datasets import load_dataset
 from quoter.evaluation import evaluate
 from quoter.languages import Language
@@ -39,8 +39,10 @@ def synthetic_dataset(folder: Path, n_quotes: int, n_test: int, train_per_quote:
     rows = train + test
     path = folder / "synthetic.txt"
     write_text_atomic(path, "".join(f"{l}\t{q}\t{r}\n" for l, q, r in rows))
-    write_json_atomic(folder / "synthetic.splits.json",
-                      {"train": [0, len(train)], "valid": [len(train), len(train)], "test": [len(train), len(rows)]})
+    write_json_atomic(
+        folder / "synthetic.splits.json",
+        {"train": [0, len(train)], "valid": [len(train), len(train)], "test": [len(train), len(rows)]},
+    )
     return path
 
 
@@ -64,10 +66,13 @@ def main() -> None:
             build_times.append(built - started)
             rank_times.append(time.perf_counter() - built)
         rank_median = statistics.median(rank_times)
-        rows.append([method if method == "bm25" else f"{method} ({aggregate.value})", f"{statistics.median(build_times):.2f}", f"{rank_median:.2f}",
-                     f"{args.contexts / rank_median:,.0f}"])
-    print(f"{args.quotes:,} quotes, {args.quotes * args.train_per_quote:,} training contexts, "
-          f"{args.contexts:,} test contexts; medians of {args.repeats} runs")
+        name = method if method == "bm25" else f"{method} ({aggregate.value})"
+        build_median = statistics.median(build_times)
+        rows.append([name, f"{build_median:.2f}", f"{rank_median:.2f}", f"{args.contexts / rank_median:,.0f}"])
+    print(
+        f"{args.quotes:,} quotes, {args.quotes * args.train_per_quote:,} training contexts, "
+        f"{args.contexts:,} test contexts; medians of {args.repeats} runs"
+    )
     print(markdown_table(["method", "build s", "rank all test contexts s", "contexts/s"], rows))
 
 

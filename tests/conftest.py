@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 
-def write_quoter_file(folder: Path, rows: list[tuple[str, str, str]], splits: dict | None = None,
-                      name: str = "data.txt") -> Path:
+def write_quoter_file(
+    folder: Path, rows: list[tuple[str, str, str]], splits: dict | None = None, name: str = "data.txt"
+) -> Path:
     """Write rows as a QuoteR TSV file, and its splits as NAME.splits.json when given."""
     path = folder / name
     path.write_text("".join(f"{l}\t{q}\t{r}\n" for l, q, r in rows), encoding="utf-8")

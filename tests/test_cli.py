@@ -25,8 +25,20 @@ def test_evaluate_prints_a_table_and_writes_the_metrics(planted, tmp_path, metho
     assert result.returncode == 0, result.stderr
     assert f"{method} on test (left and right context), ranking all 6 quotes" in result.stdout
     metrics = json.loads(out.read_text())
-    assert {"mrr", "ndcg@5", "recall@1", "recall@10", "recall@100", "median_rank", "mean_rank", "rank_std", "n",
-            "method", "split", "quotes"} <= set(metrics)
+    assert {
+        "mrr",
+        "ndcg@5",
+        "recall@1",
+        "recall@10",
+        "recall@100",
+        "median_rank",
+        "mean_rank",
+        "rank_std",
+        "n",
+        "method",
+        "split",
+        "quotes",
+    } <= set(metrics)
     assert (metrics["method"], metrics["split"], metrics["quotes"], metrics["n"]) == (method, "test", 6, 6)
     assert metrics["mrr"] == 1.0
 

@@ -9,7 +9,9 @@ from quoter.evaluation import evaluate, render_report
 from quoter.metrics import rank_metrics
 
 ROWS = (
-    [("l", "q0", "r")] * 4 + [("l", "q1", "r")] * 12 + [("l", "q2", "r")]  # train: q0 x4, q1 x12, q2 x1
+    [("l", "q0", "r")] * 4
+    + [("l", "q1", "r")] * 12
+    + [("l", "q2", "r")]  # train: q0 x4, q1 x12, q2 x1
     + [("l", "q0", "r"), ("l", "q1", "r"), ("l", "q2", "r"), ("l", "q3", "r")]  # test; q3 is zero-shot
 )
 SPLITS = {"train": [0, 17], "valid": [17, 17], "test": [17, 21]}
@@ -38,7 +40,10 @@ def test_ranks_subsets_and_buckets(write_dataset):
     assert report.overall == rank_metrics([1, 3, 2, 4])  # over contexts, not over batches
     assert report.zero_shot == rank_metrics([4])
     assert [(b["train_contexts"], b["quotes"], b["n"]) for b in report.buckets] == [
-        ("0", 1, 1), ("1-2", 1, 1), ("3-5", 1, 1), ("11-20", 1, 1)
+        ("0", 1, 1),
+        ("1-2", 1, 1),
+        ("3-5", 1, 1),
+        ("11-20", 1, 1),
     ]
     assert report.to_json()["quotes"] == 4
     table = render_report(report)

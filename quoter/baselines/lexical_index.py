@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import copy
 
 import bm25s
 import numpy as np

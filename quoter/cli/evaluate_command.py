@@ -15,10 +15,10 @@ from quoter.atomic_files import write_json_atomic
 from quoter.baselines.crm import Aggregate
 from quoter.cli.options import PartOption, SplitsOption
 from quoter.datasets import load_dataset
+from quoter.errors import QuoterError
 from quoter.evaluation import evaluate, render_report
 from quoter.languages import Language, choose_language
 from quoter.methods import METHODS, MethodOptions, build_ranker
-from quoter.errors import QuoterError
 
 EXAMPLE_DATA = resources.files("quoter") / "examples" / "proverbs.tsv"
 
@@ -58,8 +58,11 @@ def evaluate_command(
         typer.echo(f"no --data given: using the built-in example set {data}", err=True)
     dataset = load_dataset(data, splits=splits, part=part)
     language, reason = choose_language(lang, part, dataset.quotes)
-    typer.echo(f"{data}: {len(dataset.samples):,} samples, {len(dataset.quotes):,} quotes; "
-               f"splits from {dataset.splits_source}; language {language.value} ({reason})", err=True)
+    typer.echo(
+        f"{data}: {len(dataset.samples):,} samples, {len(dataset.quotes):,} quotes; "
+        f"splits from {dataset.splits_source}; language {language.value} ({reason})",
+        err=True,
+    )
     started = time.perf_counter()
     ranker = build_ranker(method, dataset, MethodOptions(lang=language, crm_aggregate=crm_aggregate))
     built = time.perf_counter()

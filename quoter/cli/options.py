@@ -17,5 +17,7 @@ SplitsOption = Annotated[
 ]
 PartOption = Annotated[
     Optional[str],
-    typer.Option("--part", help="Official QuoteR part whose fixed splits apply: english, modern_chinese, ancient_chinese."),
+    typer.Option(
+        "--part", help="Official QuoteR part whose fixed splits apply: english, modern_chinese, ancient_chinese."
+    ),
 ]

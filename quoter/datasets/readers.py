@@ -28,9 +28,7 @@ def _decoded_lines(path: Path) -> Iterator[tuple[int, str]]:
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as error:
-            raise InputError(
-                f"bytes at column {error.start + 1} are not valid UTF-8", path=path, line=number
-            ) from None
+            raise InputError(f"bytes at column {error.start + 1} are not valid UTF-8", path=path, line=number) from None
         yield number, text.removesuffix("\r")
 
 
@@ -91,9 +89,7 @@ def sidecar_splits_path(path: str | Path) -> Path | None:
     return None
 
 
-def load_dataset(
-    path: str | Path, splits: str | Path | None = None, part: str | None = None
-) -> QuoteDataset:
+def load_dataset(path: str | Path, splits: str | Path | None = None, part: str | None = None) -> QuoteDataset:
     """Load a dataset with its splits from a splits JSON, an official part name, or a sidecar file.
 
     With neither `splits` nor `part`, a sidecar splits file is used if there is one; otherwise the

@@ -16,7 +16,14 @@ from quoter.ranking import Query, Ranker
 
 # Ranges of the gold quote's number of training contexts, as in the paper's Figure 2; 0 is zero-shot.
 FREQUENCY_BUCKETS: tuple[tuple[int, int | None], ...] = (
-    (0, 0), (1, 2), (3, 5), (6, 10), (11, 20), (21, 50), (51, 100), (101, None)
+    (0, 0),
+    (1, 2),
+    (3, 5),
+    (6, 10),
+    (11, 20),
+    (21, 50),
+    (51, 100),
+    (101, None),
 )
 
 
@@ -89,9 +96,7 @@ def evaluate(
         inside = (gold_train_counts >= low) & (gold_train_counts <= (high if high is not None else np.inf))
         if inside.any():
             quotes = len({samples[i].quote_id for i in np.flatnonzero(inside)})
-            buckets.append(
-                {"train_contexts": bucket_label(low, high), "quotes": quotes, **rank_metrics(ranks[inside])}
-            )
+            buckets.append({"train_contexts": bucket_label(low, high), "quotes": quotes, **rank_metrics(ranks[inside])})
     return EvaluationReport(
         method=method,
         split=split,
