@@ -27,14 +27,20 @@ MODERN_MARKERS = set("的了是在们这那么吗呢")
 
 def guess_language(texts: Iterable[str]) -> tuple[Language, str]:
     """Guess the language of some texts (a dataset's quotes); return it with the reason, for the user."""
-    han = latin = classical = modern = 0
+    han = latin = classical = modern = idioms = n = 0
     for text in texts:
-        han += len(HAN.findall(text))
+        n += 1
+        characters = HAN.findall(text)
+        han += len(characters)
         latin += len(LATIN.findall(text))
         classical += sum(char in CLASSICAL_MARKERS for char in text)
         modern += sum(char in MODERN_MARKERS for char in text)
+        idioms += len(characters) == 4 == len(text.strip())
     if han <= latin:
         return Language.EN, f"{latin:,} Latin letters against {han:,} Chinese characters"
+    # Four-character idioms (chengyu) are classical in form but part of modern Chinese vocabulary.
+    if idioms > n / 2:
+        return Language.ZH, f"{idioms:,} of {n:,} quotes are four-character idioms"
     if classical > modern:
         return Language.ZH_CLASSICAL, f"classical function words ({classical:,}) outnumber modern ones ({modern:,})"
     return Language.ZH, f"modern function words ({modern:,}) are at least as many as classical ones ({classical:,})"

@@ -18,7 +18,7 @@ class MethodOptions:
     """Everything a method may need beyond the dataset; each method reads the fields that concern it."""
 
     lang: Language = Language.EN
-    crm_aggregate: Aggregate = Aggregate.SUM
+    crm_aggregate: Aggregate = Aggregate.MAX
     lexical: LexicalConfig = LexicalConfig()
 
 

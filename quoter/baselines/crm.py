@@ -19,8 +19,8 @@ from quoter.ranking import Query
 class Aggregate(str, Enum):
     """How the BM25 scores of a quote's known contexts become the quote's score."""
 
-    SUM = "sum"  # every similar context adds evidence; frequent quotes gain, as in the original CRM
-    MAX = "max"  # only the most similar context counts
+    MAX = "max"  # the quote whose known contexts are most similar wins (the paper's description of CRM)
+    SUM = "sum"  # every similar context adds evidence, so quotes with many contexts gain
 
 
 class CRMRanker:
@@ -35,7 +35,7 @@ class CRMRanker:
         n_quotes: int,
         known_contexts: Sequence[Sample],
         lang: Language,
-        aggregate: Aggregate = Aggregate.SUM,
+        aggregate: Aggregate = Aggregate.MAX,
         config: LexicalConfig = LexicalConfig(),
     ) -> None:
         if not known_contexts:

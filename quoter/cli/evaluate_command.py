@@ -46,7 +46,7 @@ def evaluate_command(
     ] = None,
     crm_aggregate: Annotated[
         Aggregate, typer.Option(help="crm: how the scores of a quote's training contexts are combined.")
-    ] = Aggregate.SUM,
+    ] = Aggregate.MAX,
     batch_size: Annotated[int, typer.Option(min=1, help="Contexts scored at once.")] = 256,
     out: Annotated[Optional[Path], typer.Option(help="Write the metrics as JSON to this file.")] = None,
 ) -> None:
