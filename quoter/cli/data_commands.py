@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from quoter.cli.data_build_command import build_command
 from quoter.cli.options import PartOption, SplitsOption
 from quoter.datasets import dataset_stats, load_dataset, render_stats
 from quoter.errors import QuoterError
@@ -29,3 +30,6 @@ def stats_command(
         if dataset.splits_source is not None:
             typer.echo(f"\nsplits from {dataset.splits_source}")
         typer.echo("")
+
+
+data_app.command("build")(build_command)

@@ -1,0 +1,138 @@
+"""Read the builder's inputs that name quotes: quote lists (TSV) and example sentences (JSONL)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from quoter.errors import InputError
+
+QUOTE_COLUMNS = ("quote", "source")
+# Fields an examples record may name its quote by: our own name, or the idiom dictionaries' one.
+EXAMPLE_QUOTE_FIELDS = ("quote", "idiom")
+WHITESPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class QuoteEntry:
+    """A quote as given by the user, with the work or author it comes from ('' when unknown)."""
+
+    text: str
+    source: str
+    origin: str  # file:line, for messages
+
+
+@dataclass(frozen=True)
+class ExampleSentence:
+    """A sentence that cites a quote at the places marked by a placeholder (an idiom dictionary example)."""
+
+    quote: QuoteEntry
+    text: str  # with the placeholder still in place
+
+
+def collapse_whitespace(text: str) -> str:
+    """One space for every run of white space (tabs and newlines included), none at the ends."""
+    return WHITESPACE.sub(" ", text).strip()
+
+
+def decoded_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, text without line end) of a UTF-8 file; bad bytes are located by line."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise InputError("file not found", path=path) from None
+    except OSError as error:
+        raise InputError(f"cannot read file: {error.strerror}", path=path) from None
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as error:
+                raise InputError(
+                    f"bytes at column {error.start + 1} are not valid UTF-8", path=path, line=number
+                ) from None
+            yield number, text.rstrip("\r\n")
+
+
+def read_quote_list(path: Path) -> list[QuoteEntry]:
+    """Read a quote list: a header naming the columns `quote` and optionally `source`, then one quote a line."""
+    lines = decoded_lines(path)
+    header = next(lines, None)
+    if header is None:
+        raise InputError("the quote list is empty; expected a header line 'quote<TAB>source'", path=path)
+    columns = header[1].split("\t")
+    for column in columns:
+        if column not in QUOTE_COLUMNS:
+            raise InputError(
+                f"unknown column '{column}'; a quote list has the columns {' and '.join(QUOTE_COLUMNS)}",
+                path=path,
+                line=1,
+                field=column,
+            )
+    if "quote" not in columns:
+        raise InputError("the header has no 'quote' column", path=path, line=1)
+    quote_at = columns.index("quote")
+    source_at = columns.index("source") if "source" in columns else None
+    entries = []
+    for number, line in lines:
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != len(columns):
+            raise InputError(
+                f"expected {len(columns)} tab-separated fields ({', '.join(columns)}), found {len(fields)}",
+                path=path,
+                line=number,
+            )
+        text = collapse_whitespace(fields[quote_at])
+        if not text:
+            raise InputError("the quote is empty", path=path, line=number, field="quote")
+        source = collapse_whitespace(fields[source_at]) if source_at is not None else ""
+        entries.append(QuoteEntry(text=text, source=source, origin=f"{path}:{number}"))
+    return entries
+
+
+def read_examples(
+    path: Path, placeholder: str, attribution_mark: str
+) -> tuple[list[QuoteEntry], list[ExampleSentence]]:
+    """Read a JSONL file of quotes with example sentences.
+
+    Each line is an object with the quote (`quote` or `idiom`), optionally `source`, and `example`: a sentence
+    in which `placeholder` stands where the quote was cited. Everything from `attribution_mark` on (the
+    dictionaries' `★《work》`) names the citing work and is not part of the sentence. Every record's quote
+    joins the quote set; only examples that contain the placeholder give sentences.
+    """
+    quotes: list[QuoteEntry] = []
+    examples: list[ExampleSentence] = []
+    for number, line in decoded_lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise InputError(f"not valid JSON: {error.msg}", path=path, line=number) from None
+        if not isinstance(record, dict):
+            raise InputError("expected a JSON object with a quote and an example", path=path, line=number)
+        quote_field = next((name for name in EXAMPLE_QUOTE_FIELDS if name in record), None)
+        if quote_field is None:
+            raise InputError(
+                f"no quote: expected one of the fields {', '.join(EXAMPLE_QUOTE_FIELDS)}", path=path, line=number
+            )
+        values = {}
+        for name in (quote_field, "source", "example"):
+            value = record.get(name, "")
+            if not isinstance(value, str):
+                raise InputError(f"expected a string, got {type(value).__name__}", path=path, line=number, field=name)
+            values[name] = value
+        text = collapse_whitespace(values[quote_field])
+        if not text:
+            raise InputError("the quote is empty", path=path, line=number, field=quote_field)
+        quote = QuoteEntry(text=text, source=collapse_whitespace(values["source"]), origin=f"{path}:{number}")
+        quotes.append(quote)
+        sentence = values["example"].split(attribution_mark, 1)[0]
+        if placeholder in sentence:
+            examples.append(ExampleSentence(quote=quote, text=collapse_whitespace(sentence)))
+    return quotes, examples
