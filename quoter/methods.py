@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from quoter.baselines import BM25Ranker, CRMRanker, LexicalConfig
 from quoter.baselines.crm import Aggregate
 from quoter.datasets import QuoteDataset
+from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
 from quoter.errors import QuoterError
 from quoter.languages import Language
 from quoter.ranking import Ranker
@@ -20,6 +21,10 @@ class MethodOptions:
     lang: Language = Language.EN
     crm_aggregate: Aggregate = Aggregate.MAX
     lexical: LexicalConfig = LexicalConfig()
+    model: str | None = None  # encoder: Hugging Face name, local folder or offline:*; None: the language's default
+    context: ContextEncoderConfig = ContextEncoderConfig()
+    quote: QuoteEncoderConfig = QuoteEncoderConfig()
+    encode_batch_size: int = 32
 
 
 def _bm25(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
@@ -30,7 +35,21 @@ def _crm(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
     return CRMRanker(len(dataset.quotes), dataset.split("train"), options.lang, options.crm_aggregate, options.lexical)
 
 
-METHODS: dict[str, Callable[[QuoteDataset, MethodOptions], Ranker]] = {"bm25": _bm25, "crm": _crm}
+def _encoder(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
+    # Imported here: torch and transformers take seconds to import, which every other command would pay.
+    from quoter.encoders.context_encoder import ContextEncoder
+    from quoter.encoders.model_sources import default_model, load_pretrained
+    from quoter.encoders.quote_encoder import QuoteEncoder
+    from quoter.encoders.ranker import EncoderRanker
+
+    # Zero-shot: one pretrained model serves both encoders, without sememes (untrained sememe embeddings are noise).
+    model, tokenizer = load_pretrained(options.model or default_model(options.lang))
+    contexts = ContextEncoder(model, tokenizer, options.context)
+    quotes = QuoteEncoder(model, tokenizer, options.quote)
+    return EncoderRanker.build(contexts, quotes, dataset.quotes, options.encode_batch_size)
+
+
+METHODS: dict[str, Callable[[QuoteDataset, MethodOptions], Ranker]] = {"bm25": _bm25, "crm": _crm, "encoder": _encoder}
 
 
 def build_ranker(method: str, dataset: QuoteDataset, options: MethodOptions) -> Ranker:

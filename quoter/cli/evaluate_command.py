@@ -15,12 +15,15 @@ from quoter.atomic_files import write_json_atomic
 from quoter.baselines.crm import Aggregate
 from quoter.cli.options import PartOption, SplitsOption
 from quoter.datasets import load_dataset
+from quoter.encoders.configs import ContextEncoderConfig, ContextPooling
+from quoter.encoders.model_sources import DEFAULT_MODELS, OFFLINE_MODELS, OFFLINE_PREFIX
 from quoter.errors import QuoterError
 from quoter.evaluation import evaluate, render_report
 from quoter.languages import Language, choose_language
 from quoter.methods import METHODS, MethodOptions, build_ranker
 
 EXAMPLE_DATA = resources.files("quoter") / "examples" / "proverbs.tsv"
+DEFAULT_CONTEXT = ContextEncoderConfig()
 
 
 class Split(str, Enum):
@@ -47,6 +50,19 @@ def evaluate_command(
     crm_aggregate: Annotated[
         Aggregate, typer.Option(help="crm: how the scores of a quote's training contexts are combined.")
     ] = Aggregate.MAX,
+    model: Annotated[
+        Optional[str],
+        typer.Option(
+            help="encoder: Hugging Face model name, local model folder, or an offline name "
+            f"({', '.join(OFFLINE_PREFIX + name for name in OFFLINE_MODELS)}). Default per language: "
+            + ", ".join(f"{language.value} {name}" for language, name in DEFAULT_MODELS.items())
+            + "."
+        ),
+    ] = None,
+    context_pooling: Annotated[
+        ContextPooling,
+        typer.Option(help="encoder: context vector from the [MASK] at the gap, or from [CLS] (BERT-Sim)."),
+    ] = DEFAULT_CONTEXT.pooling,
     batch_size: Annotated[int, typer.Option(min=1, help="Contexts scored at once.")] = 256,
     out: Annotated[Optional[Path], typer.Option(help="Write the metrics as JSON to this file.")] = None,
 ) -> None:
@@ -64,7 +80,10 @@ def evaluate_command(
         err=True,
     )
     started = time.perf_counter()
-    ranker = build_ranker(method, dataset, MethodOptions(lang=language, crm_aggregate=crm_aggregate))
+    options = MethodOptions(
+        lang=language, crm_aggregate=crm_aggregate, model=model, context=ContextEncoderConfig(pooling=context_pooling)
+    )
+    ranker = build_ranker(method, dataset, options)
     built = time.perf_counter()
     report = evaluate(
         ranker, dataset, split.value, method, left_only=left_only, batch_size=batch_size, progress=sys.stderr.isatty()

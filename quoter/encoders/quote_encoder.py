@@ -1,0 +1,217 @@
+"""The quote encoder: a pretrained encoder's [CLS] state (with a proper attention mask) over the quote, with
+sememes added to the input embeddings by the paper's Eq. 6.
+
+For a word w split into tokens x1..xn, every token embedding becomes x_i + alpha * mean(sememe embeddings
+of w), before position embeddings and LayerNorm (the model is fed `inputs_embeds`). Sememe embeddings are a
+learned nn.Embedding, saved with the encoder as safetensors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from quoter.atomic_files import write_folder_atomic
+from quoter.encoders.batching import encode_rows
+from quoter.encoders.configs import QuoteEncoderConfig
+from quoter.encoders.limits import segment_inputs, usable_length
+from quoter.errors import InputError, QuoterError
+from quoter.sememes.alignment import SememeAnnotator, TokenSememe, token_sememes
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerFast
+
+SAVED_FORMAT = "quoter-quote-encoder"
+SAVED_VERSION = 1
+CONFIG_FILE = "quote_encoder.json"
+SEMEMES_FILE = "sememe_embeddings.safetensors"
+MODEL_FOLDER = "model"
+
+
+@dataclass(frozen=True)
+class QuoteRow:
+    """One quote ready for the model: token ids and the sememe terms of its tokens."""
+
+    input_ids: list[int]
+    sememes: list[TokenSememe]
+
+
+@dataclass(frozen=True)
+class QuoteBatch:
+    """Padded tensors for a batch of quotes; sememe terms are flat (row * width + position, sememe, weight)."""
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    sememe_tokens: torch.Tensor
+    sememe_ids: torch.Tensor
+    sememe_weights: torch.Tensor
+
+
+class QuoteEncoder(nn.Module):
+    """Encodes quotes into vectors; with an annotator and sememe names, adds sememes by Eq. 6."""
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerFast,
+        config: QuoteEncoderConfig,
+        annotator: SememeAnnotator | None = None,
+        sememe_names: Sequence[str] | None = None,
+    ) -> None:
+        """`sememe_names` defaults to the annotator's lexicon's; when both are given they must agree, since
+        each embedding row belongs to one named sememe."""
+        super().__init__()
+        self.model = model
+        self.tokenizer = tokenizer
+        self.config = config
+        self.annotator = annotator
+        self.max_length = usable_length(config.max_length, model, tokenizer)
+        lexicon_names = tuple(annotator.lexicon.names) if annotator is not None else ()
+        self.sememe_names = tuple(sememe_names) if sememe_names is not None else lexicon_names
+        if annotator is not None and lexicon_names != self.sememe_names:
+            raise QuoterError(
+                f"the lexicon ({annotator.lexicon.description}) names {len(lexicon_names)} sememes, which differ "
+                f"from the {len(self.sememe_names)} this quote encoder has embeddings for; use the same lexicon"
+            )
+        self.sememe_embeddings: nn.Embedding | None = None
+        if self.sememe_names:
+            self.sememe_embeddings = nn.Embedding(len(self.sememe_names), model.config.hidden_size)
+            # Random initialisation, as in the paper; the scale of the model's own initialisation.
+            nn.init.normal_(self.sememe_embeddings.weight, std=getattr(model.config, "initializer_range", 0.02))
+            self.sememe_embeddings.to(model.device)
+
+    def rows(self, quotes: Sequence[str]) -> list[QuoteRow]:
+        """Tokenize quotes (truncated to max_length) and align their words' sememes to tokens by offsets."""
+        encoded = self.tokenizer(
+            list(quotes),
+            truncation=True,
+            max_length=self.max_length,
+            return_offsets_mapping=True,
+            return_special_tokens_mask=True,
+        )
+        rows = []
+        for index, quote in enumerate(quotes):
+            terms: list[TokenSememe] = []
+            if self._sememes_on():
+                spans = self.annotator.spans(quote)
+                terms = token_sememes(encoded["offset_mapping"][index], encoded["special_tokens_mask"][index], spans)
+            rows.append(QuoteRow(encoded["input_ids"][index], terms))
+        return rows
+
+    def _sememes_on(self) -> bool:
+        return self.annotator is not None and self.sememe_embeddings is not None and self.config.alpha != 0
+
+    def collate(self, rows: Sequence[QuoteRow]) -> QuoteBatch:
+        """Pad rows into tensors on the model's device."""
+        width = max(len(row.input_ids) for row in rows)
+        ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        tokens, sememes, weights = [], [], []
+        for index, row in enumerate(rows):
+            ids[index, : len(row.input_ids)] = torch.tensor(row.input_ids)
+            mask[index, : len(row.input_ids)] = 1
+            for term in row.sememes:
+                tokens.append(index * width + term.token)
+                sememes.append(term.sememe)
+                weights.append(term.weight)
+        device = self.model.device
+        return QuoteBatch(
+            ids.to(device),
+            mask.to(device),
+            torch.tensor(tokens, dtype=torch.long, device=device),
+            torch.tensor(sememes, dtype=torch.long, device=device),
+            torch.tensor(weights, dtype=torch.float32, device=device),
+        )
+
+    def prepare(self, quotes: Sequence[str]) -> QuoteBatch:
+        """Model inputs for a batch of quotes."""
+        return self.collate(self.rows(quotes))
+
+    def input_embeddings(self, batch: QuoteBatch) -> torch.Tensor:
+        """Token embeddings with alpha * (mean sememe embedding of the token's word) added (Eq. 6)."""
+        embeddings = self.model.get_input_embeddings()(batch.input_ids)
+        if self.sememe_embeddings is None or batch.sememe_ids.numel() == 0:
+            return embeddings
+        terms = batch.sememe_weights.unsqueeze(1).to(embeddings.dtype) * self.sememe_embeddings(batch.sememe_ids)
+        added = torch.zeros_like(embeddings).view(-1, embeddings.shape[-1]).index_add(0, batch.sememe_tokens, terms)
+        return embeddings + self.config.alpha * added.view_as(embeddings)
+
+    def forward(self, batch: QuoteBatch) -> torch.Tensor:
+        """Quote vectors (batch, hidden): the final hidden state of [CLS], padding masked out."""
+        segments = segment_inputs(self.model, torch.zeros_like(batch.input_ids))
+        if batch.sememe_ids.numel() == 0:
+            # No sememe reaches this batch: exactly the plain model.
+            output = self.model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, **segments)
+        else:
+            output = self.model(
+                inputs_embeds=self.input_embeddings(batch), attention_mask=batch.attention_mask, **segments
+            )
+        return output.last_hidden_state[:, 0]
+
+    def encode(self, quotes: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        """Quote vectors as a float32 array (len(quotes), hidden), computed without gradients."""
+        rows = self.rows(quotes) if quotes else []
+        dim = self.model.config.hidden_size
+        return encode_rows(self, rows, lambda row: len(row.input_ids), self.collate, batch_size, dim)
+
+    def save(self, folder: Path) -> None:
+        """Save model, tokenizer, sememe embeddings (safetensors) and settings; replaces `folder` atomically."""
+
+        def build(target: Path) -> None:
+            self.model.save_pretrained(target / MODEL_FOLDER)
+            self.tokenizer.save_pretrained(target / MODEL_FOLDER)
+            if self.sememe_embeddings is not None:
+                weight = self.sememe_embeddings.weight.detach().cpu().contiguous()
+                save_file({"weight": weight}, str(target / SEMEMES_FILE))
+            settings = {"format": SAVED_FORMAT, "version": SAVED_VERSION, **asdict(self.config)}
+            settings["sememe_names"] = list(self.sememe_names)
+            (target / CONFIG_FILE).write_text(json.dumps(settings, ensure_ascii=False, indent=1), encoding="utf-8")
+
+        write_folder_atomic(Path(folder), build)
+
+    @classmethod
+    def load(cls, folder: Path, annotator: SememeAnnotator | None = None) -> QuoteEncoder:
+        """Load an encoder written by `save`; give the same lexicon's annotator to keep using sememes."""
+        from transformers import AutoModel, AutoTokenizer
+
+        folder = Path(folder)
+        settings = _read_settings(folder / CONFIG_FILE)
+        config = QuoteEncoderConfig(max_length=int(settings["max_length"]), alpha=float(settings["alpha"]))
+        model = AutoModel.from_pretrained(folder / MODEL_FOLDER)
+        tokenizer = AutoTokenizer.from_pretrained(folder / MODEL_FOLDER)
+        encoder = cls(model, tokenizer, config, annotator, sememe_names=settings["sememe_names"])
+        if encoder.sememe_embeddings is not None:
+            weight = load_file(str(folder / SEMEMES_FILE))["weight"]
+            if weight.shape != encoder.sememe_embeddings.weight.shape:
+                raise InputError(
+                    f"sememe embeddings have shape {tuple(weight.shape)}, expected "
+                    f"{tuple(encoder.sememe_embeddings.weight.shape)}",
+                    path=folder / SEMEMES_FILE,
+                )
+            with torch.no_grad():
+                encoder.sememe_embeddings.weight.copy_(weight)
+        return encoder
+
+
+def _read_settings(path: Path) -> dict:
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("not a saved quote encoder (settings file missing)", path=path) from None
+    except json.JSONDecodeError as error:
+        raise InputError(f"invalid JSON: {error.msg}", path=path, line=error.lineno) from None
+    if not isinstance(settings, dict) or settings.get("format") != SAVED_FORMAT:
+        raise InputError(f"not a saved quote encoder (format is not '{SAVED_FORMAT}')", path=path)
+    if settings.get("version") != SAVED_VERSION:
+        raise InputError(f"saved quote encoder version {settings.get('version')} is not supported", path=path)
+    for key in ("max_length", "alpha", "sememe_names"):
+        if key not in settings:
+            raise InputError(f"missing setting '{key}'", path=path)
+    return settings

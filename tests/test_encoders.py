@@ -1,0 +1,289 @@
+"""The context and quote encoders on tiny models: truncation, pooling, Eq. 6 sememes, save/load, ranking."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from quoter.encoders.configs import ContextEncoderConfig, ContextPooling, QuoteEncoderConfig
+from quoter.encoders.context_encoder import ContextEncoder, fit_context
+from quoter.encoders.quote_encoder import QuoteEncoder
+from quoter.encoders.ranker import EncoderRanker
+from quoter.errors import QuoterError
+from quoter.languages import Language
+from quoter.ranking import Query
+from quoter.sememes.alignment import SememeAnnotator
+from quoter.sememes.english import EnglishLexicon
+from quoter.sememes.lexicon import TableLexicon
+from tests.encoder_fixtures import tiny_model, tiny_tokenizer
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    tokenizer = tiny_tokenizer(tmp_path_factory.mktemp("tiny"))
+    return tiny_model(tokenizer), tokenizer
+
+
+class NoLemmas:
+    def lemmas(self, word):
+        return []
+
+
+def english_annotator(table):
+    lexicon = EnglishLexicon(TableLexicon(("s0", "s1", "s2"), table, "test"), NoLemmas())
+    return SememeAnnotator(lexicon, Language.EN)
+
+
+def plain_cls(model, tokenizer, quotes):
+    encoded = tokenizer(quotes, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        return model(**encoded).last_hidden_state[:, 0].numpy()
+
+
+# --- context truncation -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("budget", [0, 1, 2, 5, 8, 13])
+def test_fit_context_keeps_the_tokens_next_to_the_gap_and_shares_the_budget(budget):
+    for n_left in range(0, 16):
+        for n_right in range(0, 16):
+            left, right = list(range(n_left)), list(range(100, 100 + n_right))
+            kept_left, kept_right = fit_context(left, right, budget)
+            assert kept_left == left[len(left) - len(kept_left) :]  # a suffix: the far (start) end was cut
+            assert kept_right == right[: len(kept_right)]  # a prefix: the far (end) end was cut
+            assert len(kept_left) + len(kept_right) == min(budget, n_left + n_right)
+            assert len(kept_left) >= min(n_left, budget // 2)
+            assert len(kept_right) >= min(n_right, budget - budget // 2)
+
+
+@pytest.mark.parametrize("pooling", list(ContextPooling))
+@pytest.mark.parametrize(
+    "left,right",
+    [
+        ("the cat sat on the mat " * 20, "the dog ran home " * 20),
+        ("the cat sat on the mat " * 20, ""),
+        ("", "the dog ran home " * 20),
+        ("", ""),
+        ("cat", "dog " * 50),
+    ],
+)
+def test_the_gap_marker_survives_any_truncation(tiny, pooling, left, right):
+    model, tokenizer = tiny
+    encoder = ContextEncoder(model, tokenizer, ContextEncoderConfig(max_length=9, pooling=pooling))
+    (row,) = encoder.rows([Query(left, right)])
+    assert len(row.input_ids) <= 9
+    assert row.input_ids[0] == tokenizer.cls_token_id and row.input_ids[-1] == tokenizer.sep_token_id
+    if pooling is ContextPooling.MASK:
+        assert row.input_ids.count(tokenizer.mask_token_id) == 1
+        assert row.input_ids[row.position] == tokenizer.mask_token_id
+    else:
+        assert row.position == 0 and row.input_ids.count(tokenizer.sep_token_id) == 2
+    assert len(encoder.encode([Query(left, right)])) == 1
+
+
+def test_the_kept_context_is_the_text_next_to_the_gap(tiny):
+    model, tokenizer = tiny
+    encoder = ContextEncoder(model, tokenizer, ContextEncoderConfig(max_length=7))
+    (row,) = encoder.rows([Query("cat sat on the mat", "dog ran home")])
+    tokens = tokenizer.convert_ids_to_tokens(row.input_ids)
+    assert tokens == ["[CLS]", "the", "mat", "[MASK]", "dog", "ran", "[SEP]"]
+
+
+def test_a_context_vector_is_the_hidden_state_at_the_mask(tiny):
+    model, tokenizer = tiny
+    encoder = ContextEncoder(model, tokenizer, ContextEncoderConfig())
+    queries = [Query("the cat sat on the", "."), Query("a dog", ""), Query("", "sat on the mat")]
+    vectors = encoder.encode(queries, batch_size=2)
+    for query, vector in zip(queries, vectors):
+        text = f"{query.left} {tokenizer.mask_token} {query.right}"
+        encoded = tokenizer(text, return_tensors="pt")
+        position = encoded["input_ids"][0].tolist().index(tokenizer.mask_token_id)
+        with torch.no_grad():
+            expected = model(**encoded).last_hidden_state[0, position].numpy()
+        np.testing.assert_allclose(vector, expected, atol=1e-5)
+
+
+def test_cls_pooling_is_bert_sim_with_the_right_context_as_second_segment(tiny):
+    model, tokenizer = tiny
+    encoder = ContextEncoder(model, tokenizer, ContextEncoderConfig(pooling=ContextPooling.CLS))
+    vector = encoder.encode([Query("the cat sat", "on the mat")])[0]
+    encoded = tokenizer("the cat sat", "on the mat", return_tensors="pt")
+    with torch.no_grad():
+        expected = model(**encoded).last_hidden_state[0, 0].numpy()
+    np.testing.assert_allclose(vector, expected, atol=1e-5)
+
+
+def test_a_tokenizer_without_a_mask_token_or_too_short_a_length_is_a_clear_error(tiny):
+    model, _ = tiny
+    no_mask = SimpleNamespace(cls_token_id=2, sep_token_id=3, pad_token_id=0, mask_token_id=None)
+    with pytest.raises(QuoterError, match="no mask token"):
+        ContextEncoder(model, no_mask, ContextEncoderConfig())
+    ContextEncoder(model, no_mask, ContextEncoderConfig(pooling=ContextPooling.CLS))  # [CLS] pooling needs no mask
+    with pytest.raises(QuoterError, match="max_length"):
+        ContextEncoderConfig(max_length=3)
+
+
+# --- quote encoder and Eq. 6 ----------------------------------------------------------------------------------
+
+
+def test_quote_vectors_are_cls_states_with_padding_masked_out(tiny):
+    model, tokenizer = tiny
+    encoder = QuoteEncoder(model, tokenizer, QuoteEncoderConfig())
+    quotes = ["a cat", "the happy dog sat on the mat , the cat ran home ."]
+    together = encoder.encode(quotes, batch_size=2)
+    for quote, vector in zip(quotes, together):
+        np.testing.assert_allclose(vector, plain_cls(model, tokenizer, [quote])[0], atol=1e-5)
+
+
+def test_sememes_reach_exactly_the_wordpieces_of_their_english_word(tiny):
+    model, tokenizer = tiny
+    annotator = english_annotator({"unhappiness": frozenset({0, 1}), "cat": frozenset({2})})
+    encoder = QuoteEncoder(model, tokenizer, QuoteEncoderConfig(alpha=2.0), annotator)
+    quote = "the unhappiness of a cat"
+    batch = encoder.prepare([quote])
+    tokens = tokenizer.convert_ids_to_tokens(batch.input_ids[0].tolist())
+    assert tokens == ["[CLS]", "the", "un", "##happi", "##ness", "[UNK]", "a", "cat", "[SEP]"]
+    with torch.no_grad():
+        added = encoder.input_embeddings(batch)[0] - model.get_input_embeddings()(batch.input_ids)[0]
+        sememes = encoder.sememe_embeddings.weight
+    expected = {
+        2: 2.0 * (sememes[0] + sememes[1]) / 2,
+        3: 2.0 * (sememes[0] + sememes[1]) / 2,
+        4: 2.0 * (sememes[0] + sememes[1]) / 2,
+        7: 2.0 * sememes[2],
+    }
+    for position in range(len(tokens)):
+        if position in expected:
+            torch.testing.assert_close(added[position], expected[position])
+        else:
+            assert torch.count_nonzero(added[position]) == 0, tokens[position]
+
+
+def test_sememes_reach_the_tokens_of_jieba_words_with_the_character_fallback(tiny):
+    model, tokenizer = tiny
+    table = {"学习": frozenset({0, 1}), "喜": frozenset({2})}
+    annotator = SememeAnnotator(TableLexicon(("s0", "s1", "s2"), table, "test"), Language.ZH)
+    quote = "我们喜欢学习"
+    words = annotator.annotate(quote)
+    assert [word.word.word for word in words] == ["我们", "喜欢", "学习"]  # jieba's segmentation
+    assert [(word.by_characters, [(s.start, s.end) for s in word.spans]) for word in words] == [
+        (True, []),
+        (True, [(2, 3)]),
+        (False, [(4, 6)]),
+    ]
+    encoder = QuoteEncoder(model, tokenizer, QuoteEncoderConfig(alpha=1.0), annotator)
+    batch = encoder.prepare([quote])
+    assert tokenizer.convert_ids_to_tokens(batch.input_ids[0].tolist()) == ["[CLS]", *quote, "[SEP]"]
+    with torch.no_grad():
+        added = encoder.input_embeddings(batch)[0] - model.get_input_embeddings()(batch.input_ids)[0]
+        sememes = encoder.sememe_embeddings.weight
+    # [CLS] 我 们 喜 欢 学 习 [SEP]: 喜 by the fallback, 学 and 习 by their word 学习.
+    expected = {3: sememes[2], 5: (sememes[0] + sememes[1]) / 2, 6: (sememes[0] + sememes[1]) / 2}
+    for position in range(batch.input_ids.shape[1]):
+        if position in expected:
+            torch.testing.assert_close(added[position], expected[position])
+        else:
+            assert torch.count_nonzero(added[position]) == 0
+
+
+def test_alpha_zero_or_no_sememes_equals_the_plain_model(tiny):
+    model, tokenizer = tiny
+    annotator = english_annotator({"cat": frozenset({0}), "dog": frozenset({1, 2})})
+    quotes = ["the cat sat on the mat", "a dog ran home", "the happy cat"]
+    plain = plain_cls(model, tokenizer, quotes)
+    for encoder in (
+        QuoteEncoder(model, tokenizer, QuoteEncoderConfig(alpha=0.0), annotator),
+        QuoteEncoder(model, tokenizer, QuoteEncoderConfig()),
+    ):
+        np.testing.assert_allclose(encoder.encode(quotes, batch_size=3), plain, rtol=0, atol=1e-6)
+    with_sememes = QuoteEncoder(model, tokenizer, QuoteEncoderConfig(alpha=1.0), annotator).encode(quotes)
+    assert not np.allclose(with_sememes[:2], plain[:2], atol=1e-4)
+
+
+def test_encoding_leaves_every_module_in_the_mode_it_was_in(tiny):
+    model, tokenizer = tiny
+    encoder = QuoteEncoder(model, tokenizer, QuoteEncoderConfig())
+    model.train()
+    try:
+        first = encoder.encode(["the cat sat"])
+        assert model.training  # restored, and dropout did not touch the vectors
+        np.testing.assert_allclose(first, encoder.encode(["the cat sat"]), atol=0)
+    finally:
+        model.eval()
+    encoder.encode(["the cat sat"])
+    assert not model.training
+
+
+def test_save_then_load_returns_identical_vectors(tiny, tmp_path):
+    model, tokenizer = tiny
+    annotator = english_annotator({"cat": frozenset({0, 1}), "happy": frozenset({2})})
+    encoder = QuoteEncoder(model, tokenizer, QuoteEncoderConfig(max_length=12, alpha=0.2), annotator)
+    quotes = ["the happy cat sat on the mat", "a dog ran home"]
+    before = encoder.encode(quotes)
+    encoder.save(tmp_path / "saved")
+    encoder.save(tmp_path / "saved")  # saving over an existing folder replaces it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["saved"]  # no temporary folders left behind
+    loaded = QuoteEncoder.load(tmp_path / "saved", annotator)
+    assert loaded.config == encoder.config and loaded.sememe_names == encoder.sememe_names
+    np.testing.assert_array_equal(loaded.encode(quotes), before)
+    assert not list((tmp_path / "saved").rglob("*.bin")) and not list((tmp_path / "saved").rglob("*.pt"))
+
+
+def test_loading_with_a_different_lexicon_or_a_wrong_folder_is_a_clear_error(tiny, tmp_path):
+    model, tokenizer = tiny
+    encoder = QuoteEncoder(model, tokenizer, QuoteEncoderConfig(), english_annotator({"cat": frozenset({0})}))
+    encoder.save(tmp_path / "saved")
+    other = SememeAnnotator(TableLexicon(("x", "y"), {"cat": frozenset({1})}, "other"), Language.EN)
+    with pytest.raises(QuoterError, match="differ"):
+        QuoteEncoder.load(tmp_path / "saved", other)
+    with pytest.raises(QuoterError, match="not a saved quote encoder"):
+        QuoteEncoder.load(tmp_path)
+
+
+def test_the_encoder_ranker_scores_by_inner_product(tiny):
+    model, tokenizer = tiny
+    contexts = ContextEncoder(model, tokenizer, ContextEncoderConfig())
+    quotes = QuoteEncoder(model, tokenizer, QuoteEncoderConfig())
+    quote_texts = ["the cat sat on the mat", "a dog ran home", "happy"]
+    ranker = EncoderRanker.build(contexts, quotes, quote_texts, batch_size=2)
+    queries = [Query("the cat", "sat"), Query("", "home")]
+    scores = ranker.score(queries)
+    assert scores.shape == (2, 3)
+    expected = contexts.encode(queries) @ quotes.encode(quote_texts).T
+    np.testing.assert_allclose(scores, expected, rtol=1e-5)
+    assert ranker.score([]).shape == (0, 3)
+
+
+@pytest.mark.parametrize("pooling", ["mask", "cls"])
+def test_quoter_evaluate_ranks_with_an_untrained_encoder(tiny, tmp_path, pooling):
+    model, tokenizer = tiny
+    model.save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    out = tmp_path / "metrics.json"
+    command = [
+        sys.executable,
+        "-m",
+        "quoter",
+        "evaluate",
+        "--method",
+        "encoder",
+        "--model",
+        str(tmp_path / "model"),
+        "--context-pooling",
+        pooling,
+        "--out",
+        str(out),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "encoder on test" in result.stdout
+    metrics = json.loads(out.read_text())
+    assert metrics["method"] == "encoder" and 0 < metrics["mrr"] <= 1
+    missing = subprocess.run([*command[:7], str(tmp_path / "missing")], capture_output=True, text=True)
+    assert missing.returncode == 2 and "could not load" in missing.stderr and "Traceback" not in missing.stderr
