@@ -26,31 +26,29 @@ MODERN_MARKERS = set("的了是在们这那么吗呢")
 
 
 def guess_language(texts: Iterable[str]) -> tuple[Language, str]:
-    """Guess the language of some texts (a dataset's quotes); return it with the reason, for the user."""
-    han = latin = classical = modern = idioms = n = 0
+    """Guess the language of some texts (a dataset's quotes and contexts); return it with the reason."""
+    han = latin = classical = modern = 0
     for text in texts:
-        n += 1
-        characters = HAN.findall(text)
-        han += len(characters)
+        han += len(HAN.findall(text))
         latin += len(LATIN.findall(text))
         classical += sum(char in CLASSICAL_MARKERS for char in text)
         modern += sum(char in MODERN_MARKERS for char in text)
-        idioms += len(characters) == 4 == len(text.strip())
     if han <= latin:
         return Language.EN, f"{latin:,} Latin letters against {han:,} Chinese characters"
-    # Four-character idioms (chengyu) are classical in form but part of modern Chinese vocabulary.
-    if idioms > n / 2:
-        return Language.ZH, f"{idioms:,} of {n:,} quotes are four-character idioms"
     if classical > modern:
         return Language.ZH_CLASSICAL, f"classical function words ({classical:,}) outnumber modern ones ({modern:,})"
     return Language.ZH, f"modern function words ({modern:,}) are at least as many as classical ones ({classical:,})"
 
 
-def choose_language(requested: Language | None, part: str | None, quotes: Iterable[str]) -> tuple[Language, str]:
-    """The language to process a dataset in: as requested, else the official part's, else guessed."""
+def choose_language(requested: Language | None, part: str | None, texts: Iterable[str]) -> tuple[Language, str]:
+    """The language to process a dataset in: as requested, else the official part's, else guessed.
+
+    Guess from the quotes and the contexts they are cited in: four-character idioms look classical on
+    their own, but the modern text around them shows which language the dataset is in.
+    """
     if requested is not None:
         return requested, "as requested"
     if part is not None and part in PART_LANGUAGES:
         return PART_LANGUAGES[part], f"the language of the official '{part}' part"
-    language, reason = guess_language(quotes)
-    return language, f"guessed from the quotes: {reason}"
+    language, reason = guess_language(texts)
+    return language, f"guessed from the quotes and contexts: {reason}"

@@ -15,10 +15,11 @@ def test_modern_sayings_are_modern():
     assert guess_language(["失败是成功之母", "世界上唯一不变的就是变化", "这是我们的时代"])[0] is Language.ZH
 
 
-def test_four_character_idioms_count_as_modern_chinese():
-    language, reason = guess_language(["半途而废", "一帆风顺", "自相矛盾", "学而时习之，不亦说乎"])
-    assert language is Language.ZH
-    assert "four-character idioms" in reason
+def test_idioms_cited_in_modern_text_are_modern_chinese():
+    idioms = ["半途而废", "一帆风顺", "自相矛盾", "学而时习之，不亦说乎"]
+    assert guess_language(idioms)[0] is Language.ZH_CLASSICAL  # on their own, idioms look classical
+    contexts = ["他做事总是这样，我们都知道他会", "这次比赛他们的表现真是"]
+    assert choose_language(None, None, idioms + contexts)[0] is Language.ZH
 
 
 def test_requested_language_then_part_then_guess():
@@ -27,5 +28,5 @@ def test_requested_language_then_part_then_guess():
     assert choose_language(None, "ancient_chinese", quotes)[0] is Language.ZH_CLASSICAL
     assert choose_language(None, None, quotes) == (
         Language.EN,
-        "guessed from the quotes: 11 Latin letters against 0 Chinese characters",
+        "guessed from the quotes and contexts: 11 Latin letters against 0 Chinese characters",
     )

@@ -73,7 +73,7 @@ def evaluate_command(
         data = Path(str(EXAMPLE_DATA))
         typer.echo(f"no --data given: using the built-in example set {data}", err=True)
     dataset = load_dataset(data, splits=splits, part=part)
-    language, reason = choose_language(lang, part, dataset.quotes)
+    language, reason = choose_language(lang, part, dataset.text_sample())
     typer.echo(
         f"{data}: {len(dataset.samples):,} samples, {len(dataset.quotes):,} quotes; "
         f"splits from {dataset.splits_source}; language {language.value} ({reason})",

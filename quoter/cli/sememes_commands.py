@@ -57,7 +57,7 @@ def coverage_command(
     from quoter.sememes.sources import load_lexicon
 
     dataset = load_dataset(data, splits=splits, part=part)
-    language, reason = choose_language(lang, part, dataset.quotes)
+    language, reason = choose_language(lang, part, dataset.text_sample())
     model_name = model or default_model(language)
     typer.echo(f"{data}: {len(dataset.quotes):,} quotes; language {language.value} ({reason})", err=True)
     loaded = load_lexicon(LexiconConfig(lexicon, cedict, lemmas), language)

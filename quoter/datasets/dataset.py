@@ -57,6 +57,11 @@ class QuoteDataset:
             counts[sample.quote_id] += 1
         return counts
 
+    def text_sample(self, max_contexts: int = 2000) -> list[str]:
+        """Every quote and the contexts of up to `max_contexts` evenly spread samples (e.g. to tell the language)."""
+        step = max(1, len(self.samples) // max_contexts)
+        return [*self.quotes, *(f"{s.left} {s.right}" for s in self.samples[::step])]
+
     def zero_shot_quote_ids(self) -> set[int]:
         """Quotes that occur in valid or test but never in train (the paper's zero-shot quotes)."""
         train = self.quote_counts("train")
