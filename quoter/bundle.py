@@ -1,0 +1,184 @@
+"""A Quoter model as one folder: both encoders, the quote set and its frozen vectors.
+
+Training writes a bundle; evaluation, batch recommendation and the server load one. Nothing in it is
+pickled: the encoders are transformers folders (safetensors), the quotes JSON lines, the vectors a
+safetensors file, and the settings JSON.
+
+    bundle.json                   format, version, language, context settings, lexicon reference, info
+    context_encoder/              the context encoder's model and tokenizer
+    quote_encoder/                the quote encoder (QuoteEncoder.save: model, tokenizer, sememe embeddings)
+    quotes.jsonl                  {"quote": ..., "source": ...}, one per line; a quote's id is its line number
+    quote_vectors.safetensors     {"vectors": float32 (quotes, hidden)}, encoded by the quote encoder
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from quoter.atomic_files import write_folder_atomic
+from quoter.encoders.configs import ContextEncoderConfig, ContextPooling, QuoteEncoderConfig
+from quoter.encoders.context_encoder import ContextEncoder
+from quoter.encoders.model_sources import default_model, load_pretrained
+from quoter.encoders.quote_encoder import QuoteEncoder
+from quoter.encoders.ranker import EncoderRanker
+from quoter.errors import InputError
+from quoter.languages import Language
+from quoter.sememes.alignment import SememeAnnotator
+from quoter.sememes.sources import LexiconConfig, load_lexicon
+
+BUNDLE_FORMAT = "quoter-bundle"
+BUNDLE_VERSION = 1
+SETTINGS_FILE = "bundle.json"
+CONTEXT_FOLDER = "context_encoder"
+QUOTE_FOLDER = "quote_encoder"
+QUOTES_FILE = "quotes.jsonl"
+VECTORS_FILE = "quote_vectors.safetensors"
+
+
+@dataclass(frozen=True)
+class QuoteRecord:
+    """A quote of the quote set and where it comes from (author, work; may be empty)."""
+
+    text: str
+    source: str = ""
+
+
+@dataclass
+class Bundle:
+    """Everything needed to rank a quote set for a context, in one language."""
+
+    language: Language
+    context_encoder: ContextEncoder
+    quote_encoder: QuoteEncoder
+    quotes: list[QuoteRecord]
+    quote_vectors: np.ndarray
+    lexicon: LexiconConfig | None = None
+    info: dict[str, Any] = field(default_factory=dict)  # how it was made: model, settings, metrics
+
+    def __post_init__(self) -> None:
+        if self.quote_vectors.shape[0] != len(self.quotes):
+            raise ValueError(f"{len(self.quotes)} quotes but {self.quote_vectors.shape[0]} quote vectors")
+
+    def ranker(self, batch_size: int = 32) -> EncoderRanker:
+        """A Ranker over the bundle's quote set with its frozen vectors."""
+        return EncoderRanker(self.context_encoder, self.quote_vectors, batch_size)
+
+    def save(self, folder: str | Path) -> None:
+        """Write the bundle; `folder` is replaced only once the new bundle is complete."""
+
+        def build(target: Path) -> None:
+            self.context_encoder.model.save_pretrained(target / CONTEXT_FOLDER)
+            self.context_encoder.tokenizer.save_pretrained(target / CONTEXT_FOLDER)
+            self.quote_encoder.save(target / QUOTE_FOLDER)
+            lines = (json.dumps({"quote": q.text, "source": q.source}, ensure_ascii=False) for q in self.quotes)
+            (target / QUOTES_FILE).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+            vectors = torch.from_numpy(np.ascontiguousarray(self.quote_vectors, dtype=np.float32))
+            save_file({"vectors": vectors}, str(target / VECTORS_FILE))
+            settings = {
+                "format": BUNDLE_FORMAT,
+                "version": BUNDLE_VERSION,
+                "language": self.language.value,
+                "context_encoder": {
+                    "max_length": self.context_encoder.config.max_length,
+                    "pooling": self.context_encoder.config.pooling.value,
+                },
+                "lexicon": None if self.lexicon is None else _lexicon_to_json(self.lexicon),
+                "info": self.info,
+            }
+            (target / SETTINGS_FILE).write_text(json.dumps(settings, ensure_ascii=False, indent=2) + "\n", "utf-8")
+
+        write_folder_atomic(Path(folder), build)
+
+    @classmethod
+    def load(cls, folder: str | Path) -> Bundle:
+        """Load a bundle written by `save`; its lexicon is loaded too, so new quotes get their sememes."""
+        folder = Path(folder)
+        settings = _read_settings(folder / SETTINGS_FILE)
+        language = Language(settings["language"])
+        context_settings = settings["context_encoder"]
+        context_config = ContextEncoderConfig(
+            max_length=int(context_settings["max_length"]), pooling=ContextPooling(context_settings["pooling"])
+        )
+        model, tokenizer = load_pretrained(str(folder / CONTEXT_FOLDER))
+        lexicon = None if settings["lexicon"] is None else _lexicon_from_json(settings["lexicon"])
+        annotator = None if lexicon is None else SememeAnnotator(load_lexicon(lexicon, language), language)
+        return cls(
+            language=language,
+            context_encoder=ContextEncoder(model, tokenizer, context_config),
+            quote_encoder=QuoteEncoder.load(folder / QUOTE_FOLDER, annotator),
+            quotes=read_quote_records(folder / QUOTES_FILE),
+            quote_vectors=load_file(str(folder / VECTORS_FILE))["vectors"].numpy(),
+            lexicon=lexicon,
+            info=settings.get("info", {}),
+        )
+
+    @classmethod
+    def zero_shot(
+        cls,
+        language: Language,
+        quotes: Sequence[QuoteRecord],
+        model: str | None = None,
+        context: ContextEncoderConfig = ContextEncoderConfig(),
+        quote: QuoteEncoderConfig = QuoteEncoderConfig(),
+        batch_size: int = 32,
+    ) -> Bundle:
+        """An untrained bundle: one pretrained model (the language's default unless named) for both encoders,
+        without sememes, its quote vectors encoded now."""
+        name = model or default_model(language)
+        pretrained, tokenizer = load_pretrained(name)
+        quote_encoder = QuoteEncoder(pretrained, tokenizer, quote)
+        vectors = quote_encoder.encode([q.text for q in quotes], batch_size)
+        info = {"model": name, "trained": False}
+        return cls(
+            language, ContextEncoder(pretrained, tokenizer, context), quote_encoder, list(quotes), vectors, info=info
+        )
+
+
+def read_quote_records(path: Path) -> list[QuoteRecord]:
+    """Read a bundle's quotes.jsonl; a bad line is reported with its number."""
+    records = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise InputError("not a Quoter bundle (quotes file missing)", path=path) from None
+    for number, line in enumerate(lines, start=1):
+        try:
+            record = json.loads(line)
+            records.append(QuoteRecord(str(record["quote"]), str(record.get("source", ""))))
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise InputError('expected {"quote": ..., "source": ...}', path=path, line=number) from None
+    return records
+
+
+def _lexicon_to_json(lexicon: LexiconConfig) -> dict[str, str | None]:
+    return {key: None if value is None else str(value) for key, value in asdict(lexicon).items()}
+
+
+def _lexicon_from_json(data: dict[str, str | None]) -> LexiconConfig:
+    paths = {key: None if data.get(key) is None else Path(str(data[key])) for key in ("cedict", "lemmas")}
+    return LexiconConfig(source=str(data["source"]), **paths)
+
+
+def _read_settings(path: Path) -> dict[str, Any]:
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("not a Quoter bundle (bundle.json missing)", path=path) from None
+    except json.JSONDecodeError as error:
+        raise InputError(f"invalid JSON: {error.msg}", path=path, line=error.lineno) from None
+    if not isinstance(settings, dict) or settings.get("format") != BUNDLE_FORMAT:
+        raise InputError(f"not a Quoter bundle (format is not '{BUNDLE_FORMAT}')", path=path)
+    if settings.get("version") != BUNDLE_VERSION:
+        raise InputError(f"bundle version {settings.get('version')} is not supported", path=path)
+    for key in ("language", "context_encoder", "lexicon"):
+        if key not in settings:
+            raise InputError(f"missing setting '{key}'", path=path)
+    return settings

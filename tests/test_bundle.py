@@ -1,0 +1,85 @@
+"""A bundle saves and loads both encoders, the quotes and their vectors, and ranks the same afterwards."""
+
+import numpy as np
+import pytest
+
+from quoter.bundle import Bundle, QuoteRecord
+from quoter.encoders.configs import ContextEncoderConfig, ContextPooling, QuoteEncoderConfig
+from quoter.encoders.context_encoder import ContextEncoder
+from quoter.encoders.quote_encoder import QuoteEncoder
+from quoter.errors import InputError
+from quoter.languages import Language
+from quoter.ranking import Query
+from quoter.sememes.alignment import SememeAnnotator
+from quoter.sememes.sources import LexiconConfig, load_lexicon
+from tests.encoder_fixtures import tiny_model, tiny_tokenizer
+
+QUOTES = [
+    QuoteRecord("学而时习之，不亦说乎", "《论语·学而》"),
+    QuoteRecord("我们喜欢学习"),
+    QuoteRecord("不亦乐乎", ""),
+]
+QUERIES = [Query("我们", "喜欢"), Query("学而", "")]
+
+
+@pytest.fixture
+def chinese_bundle(tmp_path):
+    lexicon_file = tmp_path / "sememes.txt"
+    lexicon_file.write_text("学习\nstudy|学习 \n喜欢\nlove|爱 \n说\nspeak|说 \n", encoding="utf-8")
+    lexicon = LexiconConfig(source=str(lexicon_file))
+    annotator = SememeAnnotator(load_lexicon(lexicon, Language.ZH), Language.ZH)
+    tokenizer = tiny_tokenizer(tmp_path / "tokenizer")
+    context = ContextEncoder(tiny_model(tokenizer, seed=1), tokenizer, ContextEncoderConfig(max_length=32))
+    quote = QuoteEncoder(tiny_model(tokenizer, seed=2), tokenizer, QuoteEncoderConfig(alpha=1.0), annotator)
+    vectors = quote.encode([q.text for q in QUOTES])
+    return Bundle(Language.ZH, context, quote, QUOTES, vectors, lexicon, info={"note": "test"})
+
+
+def test_save_then_load_ranks_identically(chinese_bundle, tmp_path):
+    chinese_bundle.save(tmp_path / "bundle")
+    chinese_bundle.save(tmp_path / "bundle")  # saving over a bundle replaces it whole
+    loaded = Bundle.load(tmp_path / "bundle")
+    assert loaded.language is Language.ZH and loaded.quotes == QUOTES and loaded.info == {"note": "test"}
+    np.testing.assert_array_equal(loaded.quote_vectors, chinese_bundle.quote_vectors)
+    np.testing.assert_array_equal(loaded.ranker().score(QUERIES), chinese_bundle.ranker().score(QUERIES))
+    # The loaded quote encoder still adds sememes, so a new quote is encoded as before.
+    new_quote = ["我们学习"]
+    np.testing.assert_array_equal(
+        loaded.quote_encoder.encode(new_quote), chinese_bundle.quote_encoder.encode(new_quote)
+    )
+    assert not list((tmp_path / "bundle").rglob("*.bin")) and not list((tmp_path / "bundle").rglob("*.pkl"))
+
+
+def test_context_settings_survive(chinese_bundle, tmp_path):
+    chinese_bundle.context_encoder.config = ContextEncoderConfig(max_length=20, pooling=ContextPooling.CLS)
+    chinese_bundle.save(tmp_path / "b")
+    assert Bundle.load(tmp_path / "b").context_encoder.config == ContextEncoderConfig(20, ContextPooling.CLS)
+
+
+def test_a_zero_shot_bundle_from_a_local_model(tmp_path):
+    tokenizer = tiny_tokenizer(tmp_path / "model")
+    tiny_model(tokenizer).save_pretrained(tmp_path / "model")
+    bundle = Bundle.zero_shot(Language.ZH, QUOTES, model=str(tmp_path / "model"))
+    assert bundle.quote_vectors.shape == (3, 16)
+    assert bundle.ranker().score(QUERIES).shape == (2, 3)
+    assert bundle.lexicon is None and bundle.info["trained"] is False
+
+
+def test_vectors_must_match_the_quotes(chinese_bundle):
+    with pytest.raises(ValueError, match="3 quotes but 2 quote vectors"):
+        Bundle(
+            Language.ZH,
+            chinese_bundle.context_encoder,
+            chinese_bundle.quote_encoder,
+            QUOTES,
+            chinese_bundle.quote_vectors[:2],
+        )
+
+
+def test_a_folder_that_is_not_a_bundle_is_a_clear_error(chinese_bundle, tmp_path):
+    with pytest.raises(InputError, match="not a Quoter bundle"):
+        Bundle.load(tmp_path)
+    chinese_bundle.save(tmp_path / "b")
+    (tmp_path / "b" / "quotes.jsonl").write_text('{"quote": "a"}\nnot json\n', encoding="utf-8")
+    with pytest.raises(InputError, match="quotes.jsonl:2"):
+        Bundle.load(tmp_path / "b")
