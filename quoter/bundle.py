@@ -31,6 +31,7 @@ from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.encoders.ranker import EncoderRanker
 from quoter.errors import InputError
 from quoter.languages import Language
+from quoter.quote_record import QuoteRecord
 from quoter.sememes.alignment import SememeAnnotator
 from quoter.sememes.sources import LexiconConfig, load_lexicon
 
@@ -41,14 +42,6 @@ CONTEXT_FOLDER = "context_encoder"
 QUOTE_FOLDER = "quote_encoder"
 QUOTES_FILE = "quotes.jsonl"
 VECTORS_FILE = "quote_vectors.safetensors"
-
-
-@dataclass(frozen=True)
-class QuoteRecord:
-    """A quote of the quote set and where it comes from (author, work; may be empty)."""
-
-    text: str
-    source: str = ""
 
 
 @dataclass

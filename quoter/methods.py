@@ -25,6 +25,7 @@ class MethodOptions:
     context: ContextEncoderConfig = ContextEncoderConfig()
     quote: QuoteEncoderConfig = QuoteEncoderConfig()
     encode_batch_size: int = 32
+    bundle: str | None = None  # bundle: the folder of a trained (or zero-shot) bundle
 
 
 def _bm25(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
@@ -49,7 +50,36 @@ def _encoder(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
     return EncoderRanker.build(contexts, quotes, dataset.quotes, options.encode_batch_size)
 
 
-METHODS: dict[str, Callable[[QuoteDataset, MethodOptions], Ranker]] = {"bm25": _bm25, "crm": _crm, "encoder": _encoder}
+def _bundle(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
+    import numpy as np
+
+    from quoter.bundle import Bundle
+    from quoter.encoders.ranker import EncoderRanker
+
+    if options.bundle is None:
+        raise QuoterError("the bundle method needs a bundle folder (--bundle DIR)")
+    bundle = Bundle.load(options.bundle)
+    # Ranks are over the dataset's quote set in its order: reuse the bundle's vector of each quote it knows
+    # and encode the others with its quote encoder.
+    row_of = {quote.text: row for row, quote in enumerate(bundle.quotes)}
+    missing = [quote for quote in dataset.quotes if quote not in row_of]
+    vectors = np.zeros((len(dataset.quotes), bundle.quote_vectors.shape[1]), dtype=np.float32)
+    known = [(index, row_of[quote]) for index, quote in enumerate(dataset.quotes) if quote in row_of]
+    if known:
+        indices, rows = zip(*known)
+        vectors[list(indices)] = bundle.quote_vectors[list(rows)]
+    if missing:
+        new_rows = [index for index, quote in enumerate(dataset.quotes) if quote not in row_of]
+        vectors[new_rows] = bundle.quote_encoder.encode(missing, options.encode_batch_size)
+    return EncoderRanker(bundle.context_encoder, vectors, options.encode_batch_size)
+
+
+METHODS: dict[str, Callable[[QuoteDataset, MethodOptions], Ranker]] = {
+    "bm25": _bm25,
+    "crm": _crm,
+    "encoder": _encoder,
+    "bundle": _bundle,
+}
 
 
 def build_ranker(method: str, dataset: QuoteDataset, options: MethodOptions) -> Ranker:

@@ -63,6 +63,9 @@ def evaluate_command(
         ContextPooling,
         typer.Option(help="encoder: context vector from the [MASK] at the gap, or from [CLS] (BERT-Sim)."),
     ] = DEFAULT_CONTEXT.pooling,
+    bundle: Annotated[
+        Optional[Path], typer.Option(help="bundle: folder of a bundle written by `quoter train`.")
+    ] = None,
     batch_size: Annotated[int, typer.Option(min=1, help="Contexts scored at once.")] = 256,
     out: Annotated[Optional[Path], typer.Option(help="Write the metrics as JSON to this file.")] = None,
 ) -> None:
@@ -81,7 +84,11 @@ def evaluate_command(
     )
     started = time.perf_counter()
     options = MethodOptions(
-        lang=language, crm_aggregate=crm_aggregate, model=model, context=ContextEncoderConfig(pooling=context_pooling)
+        lang=language,
+        crm_aggregate=crm_aggregate,
+        model=model,
+        context=ContextEncoderConfig(pooling=context_pooling),
+        bundle=None if bundle is None else str(bundle),
     )
     ranker = build_ranker(method, dataset, options)
     built = time.perf_counter()

@@ -1,0 +1,65 @@
+"""Stage 1: train the context and quote encoders together; each context scores its gold quote against
+`count` negatives, and the loss is the cross-entropy over those 1 + count scores (the paper's Eq. 5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from quoter.encoders.context_encoder import ContextEncoder
+from quoter.encoders.quote_encoder import QuoteEncoder
+from quoter.training.config import StageConfig
+from quoter.training.data import TrainingData
+from quoter.training.negatives import NegativeSampler
+from quoter.training.stage_module import StageModule
+
+NEGATIVES_KEY = "quoter_negatives"
+
+
+class JointModule(StageModule):
+    """Both encoders trained with negative sampling."""
+
+    def __init__(
+        self,
+        context_encoder: ContextEncoder,
+        quote_encoder: QuoteEncoder,
+        data: TrainingData,
+        stage: StageConfig,
+        negatives: NegativeSampler,
+    ) -> None:
+        super().__init__(context_encoder, data, stage)
+        self.quote_encoder = quote_encoder
+        self.negatives = negatives
+        self.quote_rows = quote_encoder.rows(data.quotes)
+
+    def on_train_epoch_start(self) -> None:
+        if self.negatives.needs_mining(self.current_epoch):
+            pool = self.negatives.pool.tolist()
+            self.negatives.mine(self.quote_encoder.encode([self.data.quotes[q] for q in pool]), self.current_epoch)
+
+    def batch_loss(self, sample_ids: torch.Tensor, epoch: int | None = None) -> torch.Tensor:
+        """Cross-entropy of each context's gold quote among it and its negatives (those of `epoch`, by
+        default the current one). Each distinct quote of the batch is encoded once."""
+        ids = sample_ids.tolist()
+        golds = np.array([self.data.train[i].quote_id for i in ids], dtype=np.int64)
+        negatives = self.negatives.sample(ids, golds.tolist(), self.current_epoch if epoch is None else epoch)
+        candidates = np.concatenate([golds[:, None], negatives], axis=1)
+        unique, inverse = np.unique(candidates, return_inverse=True)
+        quote_vectors = self.quote_encoder(self.quote_encoder.collate([self.quote_rows[q] for q in unique]))
+        context_vectors = self.train_context_vectors(sample_ids)
+        scores = context_vectors @ quote_vectors.T
+        index = torch.from_numpy(inverse.reshape(candidates.shape)).to(scores.device)
+        logits = scores.gather(1, index).float()
+        return F.cross_entropy(logits, torch.zeros(len(ids), dtype=torch.long, device=logits.device))
+
+    def all_quote_vectors(self) -> torch.Tensor:
+        return torch.from_numpy(self.quote_encoder.encode(self.data.quotes))
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint[NEGATIVES_KEY] = self.negatives.state_dict()
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self.negatives.load_state_dict(checkpoint[NEGATIVES_KEY])

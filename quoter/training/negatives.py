@@ -1,0 +1,88 @@
+"""Stage 1's negative quotes for each context, drawn only from quotes of the train split.
+
+In order: the other gold quotes of the batch (in-batch negatives), then hard negatives (quotes nearest the
+gold quote by the current quote vectors, mined again each epoch), then random quotes. The random draws of a
+sample are a function of (seed, epoch, sample index), so a resumed run draws exactly what an uninterrupted
+one would."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from quoter.errors import QuoterError
+from quoter.training.config import NegativeConfig
+
+
+class NegativeSampler:
+    """Chooses `config.count` distinct negative quote ids per context, never the gold quote."""
+
+    def __init__(self, train_quote_ids: np.ndarray, config: NegativeConfig, seed: int) -> None:
+        self.pool = np.asarray(train_quote_ids, dtype=np.int64)
+        if len(self.pool) < config.count + 1:
+            raise QuoterError(
+                f"negatives.count: {config.count} negatives need at least {config.count + 1} quotes in the train "
+                f"split, which has {len(self.pool)}; lower negatives.count"
+            )
+        self.config = config
+        self.seed = seed
+        self._row_of = {int(quote): row for row, quote in enumerate(self.pool)}
+        # Row r: the train quotes nearest train quote pool[r], nearest first; empty until mined.
+        self.hard_table = np.zeros((0, 0), dtype=np.int64)
+        self.hard_epoch = -1
+
+    def needs_mining(self, epoch: int) -> bool:
+        """Whether hard negatives are wanted and not mined yet for this epoch."""
+        return self.config.hard > 0 and self.hard_epoch != epoch
+
+    def mine(self, pool_vectors: np.ndarray, epoch: int) -> None:
+        """Find each train quote's nearest other train quotes by inner product of their vectors (one row per
+        quote of `pool`, in its order)."""
+        vectors = torch.from_numpy(np.ascontiguousarray(pool_vectors, dtype=np.float32))
+        similarity = vectors @ vectors.T
+        similarity.fill_diagonal_(float("-inf"))
+        width = min(self.config.hard_pool, len(self.pool) - 1)
+        nearest = similarity.topk(width, dim=1).indices.numpy()
+        self.hard_table = self.pool[nearest]
+        self.hard_epoch = epoch
+
+    def sample(self, sample_ids: Sequence[int], gold_ids: Sequence[int], epoch: int) -> np.ndarray:
+        """Negative quote ids, shape (len(sample_ids), count), for the contexts of one batch."""
+        if self.config.hard and self.hard_epoch != epoch:
+            raise RuntimeError(f"hard negatives of epoch {epoch} were not mined")
+        rows = [self._one(int(s), int(g), gold_ids, epoch) for s, g in zip(sample_ids, gold_ids)]
+        return np.array(rows, dtype=np.int64).reshape(len(rows), self.config.count)
+
+    def _one(self, sample_id: int, gold: int, batch_golds: Sequence[int], epoch: int) -> list[int]:
+        rng = np.random.default_rng([self.seed, epoch, sample_id])
+        count = self.config.count
+        chosen: list[int] = []
+        taken = {gold}
+
+        def take(candidates: Sequence[int], limit: int) -> None:
+            for quote in candidates:
+                if len(chosen) >= limit:
+                    return
+                if quote not in taken:
+                    chosen.append(quote)
+                    taken.add(quote)
+
+        if self.config.in_batch:
+            take([int(q) for q in batch_golds], count)
+        if self.config.hard:
+            near = self.hard_table[self._row_of[gold]]
+            take(rng.permutation(near).tolist(), min(count, len(chosen) + self.config.hard))
+        while len(chosen) < count:
+            take(rng.choice(self.pool, size=2 * (count - len(chosen))).tolist(), count)
+        return chosen
+
+    def state_dict(self) -> dict[str, object]:
+        """The mined table and its epoch, so a run resumed mid-epoch uses the same hard negatives."""
+        return {"epoch": self.hard_epoch, "table": torch.from_numpy(self.hard_table.copy())}
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        """Restore what `state_dict` returned."""
+        self.hard_epoch = int(state["epoch"])
+        self.hard_table = state["table"].numpy().astype(np.int64)

@@ -1,0 +1,173 @@
+"""A whole training run: read the data, build both encoders, run stage 1 then stage 2 (each may be turned
+off for the ablations), and write the Bundle."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytorch_lightning as pl
+from pytorch_lightning.utilities import rank_zero_only
+
+from quoter.bundle import Bundle
+from quoter.datasets import load_dataset
+from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
+from quoter.encoders.context_encoder import ContextEncoder
+from quoter.encoders.model_sources import default_model, load_pretrained
+from quoter.encoders.quote_encoder import QuoteEncoder
+from quoter.errors import QuoterError
+from quoter.languages import Language, choose_language
+from quoter.quote_record import QuoteRecord
+from quoter.sememes.alignment import SememeAnnotator
+from quoter.sememes.sources import LexiconConfig, load_lexicon
+from quoter.training.config import TrainConfig, config_to_dict
+from quoter.training.data import QuoteDataModule, TrainingData
+from quoter.training.joint_module import JointModule
+from quoter.training.negatives import NegativeSampler
+from quoter.training.retrain_module import RetrainModule
+from quoter.training.trainer import run_stage
+
+CONFIG_FILE = "config.json"
+# Settings that may change when a run is resumed: they do not change what is trained.
+RESUME_FREE = ("resume", "progress_bar", "logger", "output", "checkpoints")
+
+
+@dataclass
+class Encoders:
+    """The two encoders of a run, and the lexicon behind the quote encoder's sememes (None: no sememes)."""
+
+    model: str
+    context: ContextEncoder
+    quote: QuoteEncoder
+    lexicon: LexiconConfig | None
+
+
+def build_encoders(config: TrainConfig, language: Language) -> Encoders:
+    """Both encoders from the same pretrained model (two copies: stage 1 trains them apart)."""
+    name = config.model.name or default_model(language)
+    sememes = config.sememes
+    lexicon = None
+    annotator = None
+    if sememes.source is not None and sememes.alpha > 0:
+        lexicon = LexiconConfig(
+            source=sememes.source,
+            cedict=None if sememes.cedict is None else Path(sememes.cedict),
+            lemmas=None if sememes.lemmas is None else Path(sememes.lemmas),
+        )
+        annotator = SememeAnnotator(load_lexicon(lexicon, language), language)
+    context_model, context_tokenizer = load_pretrained(name)
+    quote_model, quote_tokenizer = load_pretrained(name)
+    context = ContextEncoder(
+        context_model,
+        context_tokenizer,
+        ContextEncoderConfig(max_length=config.model.context_max_length, pooling=config.model.pooling),
+    )
+    quote = QuoteEncoder(
+        quote_model,
+        quote_tokenizer,
+        QuoteEncoderConfig(max_length=config.model.quote_max_length, alpha=sememes.alpha if lexicon else 0.0),
+        annotator,
+    )
+    if config.model.freeze_word_embeddings:
+        for model in (context_model, quote_model):
+            model.get_input_embeddings().requires_grad_(False)
+    return Encoders(name, context, quote, lexicon)
+
+
+def checkpoint_folder(config: TrainConfig) -> Path:
+    """run.checkpoints, else OUTPUT.checkpoints beside the output folder."""
+    if config.run.checkpoints is not None:
+        return Path(config.run.checkpoints)
+    return Path(f"{Path(config.run.output).resolve()}.checkpoints")
+
+
+def claim_folder(folder: Path, config: TrainConfig) -> None:
+    """Record the run's settings in its checkpoint folder; resuming a run made with other settings is an
+    error, since its checkpoints would silently continue the wrong run."""
+    settings = config_to_dict(config)
+    for key in RESUME_FREE:
+        settings["run"].pop(key)
+    path = folder / CONFIG_FILE
+    if config.run.resume and path.is_file():
+        if json.loads(path.read_text(encoding="utf-8")) != settings:
+            raise QuoterError(
+                f"run.checkpoints: {folder} holds a run with other settings; delete it, choose another folder, "
+                "or set run.resume=false to start over"
+            )
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+
+
+def train(config: TrainConfig, log: Callable[[str], None] = print) -> Bundle:
+    """Train as configured, write the bundle to run.output and return it."""
+    if config.data.path is None:
+        raise QuoterError("data.path: no training data given (--data FILE)")
+    if config.run.output is None:
+        raise QuoterError("run.output: no output folder given (--output DIR)")
+    started = time.perf_counter()
+    dataset = load_dataset(config.data.path, splits=config.data.splits, part=config.data.part)
+    language, reason = choose_language(config.data.language, config.data.part, dataset.text_sample())
+    data = TrainingData.from_dataset(dataset, config.validation.max_samples)
+    log(
+        f"{config.data.path}: {len(data.train):,} train and {len(data.valid):,} valid contexts, "
+        f"{len(data.quotes):,} quotes ({len(data.train_quote_ids):,} in train); language {language.value} ({reason})"
+    )
+    folder = checkpoint_folder(config)
+    if not config.run.resume and folder.exists():
+        raise QuoterError(f"run.checkpoints: {folder} exists; delete it or set run.resume=true to continue it")
+    claim_folder(folder, config)
+    pl.seed_everything(config.run.seed, workers=True, verbose=False)
+    encoders = build_encoders(config, language)
+    metrics = train_stages(config, encoders, data, folder, log)
+    log("encoding the quote set with the final quote encoder")
+    vectors = encoders.quote.encode(data.quotes)
+    info: dict[str, Any] = {
+        "model": encoders.model,
+        "trained": True,
+        "data": str(config.data.path),
+        "validation": metrics,
+        "train_seconds": round(time.perf_counter() - started, 1),
+        "config": config_to_dict(config),
+    }
+    quotes = [QuoteRecord(text) for text in data.quotes]
+    bundle = Bundle(language, encoders.context, encoders.quote, quotes, vectors, encoders.lexicon, info)
+    # Under DDP every rank runs this function; one writes.
+    if rank_zero_only.rank == 0:
+        bundle.save(config.run.output)
+    log(f"bundle written to {config.run.output} in {info['train_seconds']} s")
+    return bundle
+
+
+def train_stages(
+    config: TrainConfig, encoders: Encoders, data: TrainingData, folder: Path, log: Callable[[str], None]
+) -> dict[str, dict[str, float]]:
+    """Stage 1 (both encoders, negative sampling) then stage 2 (frozen quote vectors, all train quotes) on
+    the same encoder objects; returns each stage's best validation metrics."""
+    metrics = {}
+    seed, valid_batch = config.run.seed, config.validation.batch_size
+    if config.joint.enabled:
+        log("stage 1: training both encoders with negative sampling")
+        negatives = NegativeSampler(data.train_quote_ids, config.negatives, seed)
+        module = JointModule(encoders.context, encoders.quote, data, config.joint, negatives)
+        batches = QuoteDataModule(data, config.joint.batch_size, valid_batch, seed, config.negatives.in_batch)
+        metrics["joint"] = run_stage(module, batches, config.joint, config.run, folder / "joint", "joint")
+        log(f"stage 1: best validation MRR {metrics['joint']['val_mrr']:.4f}")
+    if config.retrain.enabled:
+        log("stage 2: training the context encoder over all train quotes, quote encoder frozen")
+        encoders.quote.requires_grad_(False)
+        stage_one = {key: value.clone() for key, value in encoders.context.state_dict().items()}
+        module = RetrainModule(encoders.context, encoders.quote.encode(data.quotes), data, config.retrain)
+        batches = QuoteDataModule(data, config.retrain.batch_size, valid_batch, seed, False)
+        metrics["retrain"] = run_stage(module, batches, config.retrain, config.run, folder / "retrain", "retrain")
+        log(f"stage 2: best validation MRR {metrics['retrain']['val_mrr']:.4f}")
+        # Stage 1 validated against the same quote vectors, so its MRR is the starting point stage 2 must beat.
+        if "joint" in metrics and metrics["retrain"]["val_mrr"] < metrics["joint"]["val_mrr"]:
+            encoders.context.load_state_dict(stage_one)
+            metrics["retrain"]["kept_stage_one"] = True
+            log("stage 2 did not beat stage 1 on validation MRR: keeping the stage-1 context encoder")
+    return metrics

@@ -1,0 +1,82 @@
+"""What both training stages share: tokenized contexts, exact validation MRR over the full quote set, and
+AdamW with a linearly declining learning rate."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+import pytorch_lightning as pl
+import torch
+
+from quoter.encoders.context_encoder import ContextEncoder
+from quoter.metrics import rank_metrics, ranks_from_scores
+from quoter.ranking import Query
+from quoter.training.config import StageConfig
+from quoter.training.data import TrainingData
+
+VALID_METRICS = ("mrr", "recall@1", "recall@10", "recall@100")
+
+
+class StageModule(pl.LightningModule, ABC):
+    """A training stage of the context encoder (and, in stage 1, the quote encoder); subclasses define the
+    loss of a batch of train-sample indices and the quote vectors validation ranks against."""
+
+    def __init__(self, context_encoder: ContextEncoder, data: TrainingData, stage: StageConfig) -> None:
+        super().__init__()
+        self.context_encoder = context_encoder
+        self.data = data
+        self.stage = stage
+        self.train_rows = context_encoder.rows([Query(s.left, s.right) for s in data.train])
+        self.valid_rows = context_encoder.rows([Query(s.left, s.right) for s in data.valid])
+        self._valid_quote_vectors = torch.zeros(0)
+        self._valid_ranks: list[np.ndarray] = []
+
+    @abstractmethod
+    def batch_loss(self, sample_ids: torch.Tensor) -> torch.Tensor:
+        """Mean cross-entropy of a batch of train samples (indices into data.train)."""
+
+    @abstractmethod
+    def all_quote_vectors(self) -> torch.Tensor:
+        """Vectors of every quote of the dataset (valid- and test-only ones too), for validation."""
+
+    def train_context_vectors(self, sample_ids: torch.Tensor) -> torch.Tensor:
+        """Context vectors of train samples, with gradients."""
+        rows = [self.train_rows[i] for i in sample_ids.tolist()]
+        return self.context_encoder(self.context_encoder.collate(rows))
+
+    def training_step(self, batch: torch.Tensor, batch_idx: int) -> torch.Tensor:
+        loss = self.batch_loss(batch)
+        self.log("train_loss", loss, prog_bar=True, batch_size=len(batch))
+        return loss
+
+    def on_validation_epoch_start(self) -> None:
+        self._valid_quote_vectors = self.all_quote_vectors().float().to(self.device)
+        self._valid_ranks = []
+
+    def validation_step(self, batch: torch.Tensor, batch_idx: int) -> None:
+        rows = [self.valid_rows[i] for i in batch.tolist()]
+        vectors = self.context_encoder(self.context_encoder.collate(rows)).float()
+        scores = (vectors @ self._valid_quote_vectors.T).cpu().numpy()
+        self._valid_ranks.append(ranks_from_scores(scores, [self.data.valid[i].quote_id for i in batch.tolist()]))
+
+    def on_validation_epoch_end(self) -> None:
+        # Exact metrics over all valid contexts at once, never averaged per batch.
+        metrics = rank_metrics(np.concatenate(self._valid_ranks))
+        for name in VALID_METRICS:
+            self.log(f"val_{name}", metrics[name], prog_bar=name == "mrr")
+        self._valid_ranks = []
+
+    def configure_optimizers(self):
+        parameters = [p for p in self.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(parameters, lr=self.stage.lr, weight_decay=self.stage.weight_decay)
+        total = max(1, int(self.trainer.estimated_stepping_batches))
+        warmup = int(total * self.stage.warmup_fraction)
+
+        def factor(step: int) -> float:
+            if step < warmup:
+                return (step + 1) / warmup
+            return max(0.0, (total - step) / max(1, total - warmup))
+
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

@@ -1,0 +1,126 @@
+"""Run one training stage with Lightning: hardware settings, logger, early stopping on the validation MRR,
+selection of the best checkpoint, and resumption of a run that was killed."""
+
+from __future__ import annotations
+
+import json
+import netrc
+import os
+from pathlib import Path
+from typing import Any
+
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
+from pytorch_lightning.loggers import CSVLogger, Logger
+
+from quoter.atomic_files import write_json_atomic
+from quoter.errors import QuoterError
+from quoter.training.config import LoggerKind, RunConfig, StageConfig
+from quoter.training.data import QuoteDataModule
+from quoter.training.resume import LAST_CHECKPOINT, ResumeCheckpoints
+from quoter.training.stage_module import StageModule
+
+MONITOR = "val_mrr"
+DONE_FILE = "done.json"
+BEST_FOLDER = "best"
+
+
+def hardware(run: RunConfig) -> dict[str, Any]:
+    """Trainer arguments for the machine: bf16-mixed and DDP over all GPUs when there are GPUs, else CPU."""
+    gpus = torch.cuda.device_count()
+    precision = run.precision
+    if precision == "auto":
+        precision = "bf16-mixed" if gpus and torch.cuda.is_bf16_supported() else ("16-mixed" if gpus else "32-true")
+    if run.devices == "auto":
+        devices: int | str = gpus or "auto"
+    else:
+        try:
+            devices = int(run.devices)
+        except ValueError:
+            raise QuoterError(f"run.devices: expected 'auto' or a number, got '{run.devices}'") from None
+    many = gpus > 1 and (devices == "auto" or (isinstance(devices, int) and devices > 1))
+    # Sememe embeddings get no gradient in a batch without sememes, so DDP must allow unused parameters.
+    strategy = "ddp_find_unused_parameters_true" if many else "auto"
+    return {"accelerator": "gpu" if gpus else "cpu", "devices": devices, "precision": precision, "strategy": strategy}
+
+
+def build_logger(kind: LoggerKind, folder: Path, name: str) -> Logger | bool:
+    """wandb (online when logged in, offline otherwise) if installed, else CSV; or what `kind` names."""
+    if kind is LoggerKind.NONE:
+        return False
+    if kind in (LoggerKind.AUTO, LoggerKind.WANDB):
+        try:
+            from pytorch_lightning.loggers import WandbLogger
+
+            return WandbLogger(project="quoter", name=name, save_dir=str(folder), offline=not _wandb_logged_in())
+        except ModuleNotFoundError:
+            if kind is LoggerKind.WANDB:
+                raise QuoterError("run.logger: wandb is not installed; pip install wandb, or use csv") from None
+    return CSVLogger(str(folder), name="logs")
+
+
+def _wandb_logged_in() -> bool:
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    try:
+        return netrc.netrc().authenticators("api.wandb.ai") is not None
+    except (FileNotFoundError, netrc.NetrcParseError):
+        return False
+
+
+def run_stage(
+    module: StageModule, datamodule: QuoteDataModule, stage: StageConfig, run: RunConfig, folder: Path, name: str
+) -> dict[str, float]:
+    """Train one stage in `folder`, then leave the module with the weights of its best validation MRR.
+
+    A stage already finished there is not trained again (its best weights are loaded); an unfinished one
+    resumes from its last checkpoint when run.resume is set. Returns the best validation metrics."""
+    done = folder / DONE_FILE
+    if run.resume and done.is_file():
+        result = json.loads(done.read_text(encoding="utf-8"))
+        _load_weights(module, Path(result["checkpoint"]))
+        return result["metrics"]
+    best = ModelCheckpoint(
+        dirpath=folder / BEST_FOLDER,
+        filename="best",
+        monitor=MONITOR,
+        mode="max",
+        save_top_k=1,
+        save_weights_only=True,
+        enable_version_counter=False,
+    )
+    trainer = pl.Trainer(
+        max_epochs=stage.epochs,
+        max_steps=stage.max_steps,
+        accumulate_grad_batches=run.accumulate_grad_batches,
+        callbacks=[
+            ResumeCheckpoints(folder, run.checkpoint_every, datamodule.sampler),
+            best,
+            EarlyStopping(MONITOR, mode="max", patience=stage.patience),
+        ],
+        logger=build_logger(run.logger, folder, name),
+        enable_progress_bar=run.progress_bar,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        # The resumable sampler shards batches across ranks itself.
+        use_distributed_sampler=False,
+        default_root_dir=str(folder),
+        log_every_n_steps=10,
+        **hardware(run),
+    )
+    last = folder / LAST_CHECKPOINT
+    # Pretrained models load in eval mode, and Lightning keeps the modes it finds: switch dropout on.
+    module.train()
+    trainer.fit(module, datamodule=datamodule, ckpt_path=str(last) if run.resume and last.is_file() else None)
+    if not best.best_model_path:
+        raise QuoterError(f"{name}: training stopped before its first validation; raise the step limit")
+    metrics = {MONITOR: float(best.best_model_score), "epochs": trainer.current_epoch, "steps": trainer.global_step}
+    _load_weights(module, Path(best.best_model_path))
+    write_json_atomic(done, {"checkpoint": best.best_model_path, "metrics": metrics})
+    return metrics
+
+
+def _load_weights(module: StageModule, checkpoint: Path) -> None:
+    state = torch.load(checkpoint, map_location="cpu", weights_only=True)["state_dict"]
+    module.load_state_dict(state)

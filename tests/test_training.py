@@ -1,0 +1,183 @@
+"""Training: each stage learns a planted pattern, negatives stay inside the train quotes, in-batch batches
+never repeat a quote, an interrupted run resumes to the same weights, and the bundle reproduces its ranks."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from quoter.bundle import Bundle
+from quoter.datasets import QuoteDataset
+from quoter.encoders.configs import ContextEncoderConfig
+from quoter.encoders.context_encoder import ContextEncoder
+from quoter.languages import Language
+from quoter.methods import MethodOptions, build_ranker
+from quoter.metrics import rank_metrics, ranks_from_scores
+from quoter.ranking import Query
+from quoter.training.batches import shuffled_batches
+from quoter.training.config import NegativeConfig, StageConfig
+from quoter.training.data import QuoteDataModule, TrainingData
+from quoter.training.joint_module import JointModule
+from quoter.training.negatives import NegativeSampler
+from quoter.training.pipeline import build_encoders, train
+from quoter.training.resume import LAST_CHECKPOINT
+from quoter.training.retrain_module import RetrainModule
+from quoter.training.trainer import run_stage
+from tests.encoder_fixtures import tiny_model, tiny_tokenizer
+from tests.training_fixtures import HELD_OUT_KEYS, tiny_config, training_data
+
+
+def valid_mrr(encoders, data: TrainingData, quote_vectors: np.ndarray) -> float:
+    queries = [Query(s.left, s.right) for s in data.valid]
+    scores = encoders.context.encode(queries) @ quote_vectors.T
+    return rank_metrics(ranks_from_scores(scores, [s.quote_id for s in data.valid]))["mrr"]
+
+
+def mean_loss(module, data: TrainingData, **kwargs) -> float:
+    module.eval()
+    with torch.no_grad():
+        return float(module.batch_loss(torch.arange(len(data.train)), **kwargs))
+
+
+def test_stage_one_lowers_the_loss_and_raises_the_validation_mrr(tmp_path):
+    config = tiny_config(tmp_path)
+    data = training_data(tmp_path / "d")
+    torch.manual_seed(0)
+    encoders = build_encoders(config, Language.EN)
+    negatives = NegativeSampler(data.train_quote_ids, config.negatives, seed=1)
+    module = JointModule(encoders.context, encoders.quote, data, config.joint, negatives)
+    loss_before = mean_loss(module, data, epoch=0)
+    mrr_before = valid_mrr(encoders, data, encoders.quote.encode(data.quotes))
+    datamodule = QuoteDataModule(data, 4, 16, 1, distinct_quotes=False)
+    metrics = run_stage(module, datamodule, config.joint, config.run, tmp_path / "run", "joint")
+    assert mean_loss(module, data, epoch=0) < loss_before
+    mrr_after = valid_mrr(encoders, data, encoders.quote.encode(data.quotes))
+    assert mrr_after > mrr_before + 0.1
+    assert metrics["val_mrr"] == pytest.approx(mrr_after, abs=1e-5)  # the best checkpoint is the one kept
+
+
+def test_stage_two_trains_the_same_context_encoder_against_frozen_quotes(tmp_path):
+    config = tiny_config(tmp_path)
+    data = training_data(tmp_path / "d")
+    torch.manual_seed(0)
+    encoders = build_encoders(config, Language.EN)
+    quote_vectors = encoders.quote.encode(data.quotes)
+    quote_weights = {k: v.clone() for k, v in encoders.quote.state_dict().items()}
+    module = RetrainModule(encoders.context, quote_vectors, data, config.retrain)
+    assert module.context_encoder is encoders.context
+    loss_before = mean_loss(module, data)
+    mrr_before = valid_mrr(encoders, data, quote_vectors)
+    run_stage(module, QuoteDataModule(data, 4, 16, 1, False), config.retrain, config.run, tmp_path / "run", "re")
+    assert mean_loss(module, data) < loss_before
+    assert valid_mrr(encoders, data, quote_vectors) > mrr_before + 0.1
+    for key, value in encoders.quote.state_dict().items():
+        assert torch.equal(value, quote_weights[key]), key
+
+
+def test_negatives_come_only_from_train_quotes(tmp_path):
+    data = training_data(tmp_path)
+    held_out = {data.quotes.index(f"{key} {key} .") for key in HELD_OUT_KEYS}
+    assert held_out and not held_out & set(data.train_quote_ids.tolist())
+    sampler = NegativeSampler(data.train_quote_ids, NegativeConfig(count=5, in_batch=True, hard=2, hard_pool=3), 0)
+    rng = np.random.default_rng(0)
+    sampler.mine(rng.normal(size=(len(data.train_quote_ids), 4)), epoch=0)
+    golds = [s.quote_id for s in data.train]
+    negatives = sampler.sample(list(range(len(golds))), golds, epoch=0)
+    assert negatives.shape == (len(golds), 5)
+    assert not held_out & set(negatives.ravel().tolist())
+    for gold, row in zip(golds, negatives):
+        assert gold not in row and len(set(row)) == 5
+    # Stage 2's softmax runs over the train quotes only.
+    tokenizer = tiny_tokenizer(tmp_path / "tokenizer")
+    context = ContextEncoder(tiny_model(tokenizer), tokenizer, ContextEncoderConfig(max_length=32))
+    vectors = np.arange(len(data.quotes) * 16, dtype=np.float32).reshape(len(data.quotes), 16)
+    module = RetrainModule(context, vectors, data, StageConfig())
+    kept = [row for row in range(len(data.quotes)) if row not in held_out]
+    np.testing.assert_array_equal(module.train_quote_vectors.numpy(), vectors[kept])
+
+
+def test_in_batch_sampler_never_repeats_a_quote_in_a_batch():
+    quote_ids = [0] * 9 + [1] * 5 + list(range(2, 30))
+    batches = shuffled_batches(quote_ids, batch_size=8, seed=3, epoch=1, distinct=True)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(quote_ids)))
+    for batch in batches:
+        assert max(Counter(quote_ids[i] for i in batch).values()) == 1
+    plain = shuffled_batches(quote_ids, batch_size=8, seed=3, epoch=1, distinct=False)
+    assert any(max(Counter(quote_ids[i] for i in batch).values()) > 1 for batch in plain)
+
+
+class Killed(Exception):
+    """Stands for the process being killed."""
+
+
+class KilledJointModule(JointModule):
+    def __init__(self, *args, kill_at: int, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.kill_at = kill_at
+
+    def training_step(self, batch, batch_idx):
+        if self.global_step == self.kill_at:
+            raise Killed
+        return super().training_step(batch, batch_idx)
+
+
+def _joint_run(tmp_path, config, folder, kill_at=None):
+    data = training_data(tmp_path / "d")
+    torch.manual_seed(0)
+    encoders = build_encoders(config, Language.EN)
+    negatives = NegativeSampler(data.train_quote_ids, config.negatives, seed=1)
+    args = (encoders.context, encoders.quote, data, config.joint, negatives)
+    module = JointModule(*args) if kill_at is None else KilledJointModule(*args, kill_at=kill_at)
+    datamodule = QuoteDataModule(data, config.joint.batch_size, 16, 1, config.negatives.in_batch)
+    run_stage(module, datamodule, config.joint, config.run, folder, "joint")
+    return module
+
+
+@pytest.mark.parametrize(("accumulate", "kill_at"), [(1, 15), (2, 9)])
+def test_an_interrupted_run_resumes_to_the_same_weights(tmp_path, accumulate, kill_at):
+    # 96 samples in batches of 8: 12 batches an epoch; checkpoints every 2 optimizer steps; killed in the
+    # middle of the second epoch (after its hard negatives were mined again), so it resumes from the step
+    # before. With gradients accumulated over 2 batches, no checkpoint may fall between the two.
+    # Dropout is on, so the random number generators must be restored too.
+    settings = {"joint.epochs": "2", "joint.batch_size": "8", "negatives.in_batch": "true", "negatives.hard": "1"}
+    settings["run.accumulate_grad_batches"] = str(accumulate)
+    config = tiny_config(tmp_path, dropout=0.1, **settings)
+    _joint_run(tmp_path, config, tmp_path / "straight")
+    # Killed twice at the same step: the resumed run must not leave a checkpoint behind mid-accumulation.
+    for _ in range(2):
+        with pytest.raises(Killed):
+            _joint_run(tmp_path, config, tmp_path / "killed", kill_at=kill_at)
+        saved = torch.load(tmp_path / "killed" / LAST_CHECKPOINT, weights_only=True)
+        assert saved["global_step"] == kill_at - 1
+    _joint_run(tmp_path, config, tmp_path / "killed")
+    straight = torch.load(tmp_path / "straight" / LAST_CHECKPOINT, weights_only=True)["state_dict"]
+    resumed = torch.load(tmp_path / "killed" / LAST_CHECKPOINT, weights_only=True)["state_dict"]
+    assert straight.keys() == resumed.keys()
+    for key in straight:
+        assert torch.equal(straight[key], resumed[key]), key
+
+
+def test_the_pipeline_writes_a_bundle_that_ranks_the_same_after_loading(tmp_path):
+    config = tiny_config(tmp_path)
+    bundle = train(config, log=lambda message: None)
+    loaded = Bundle.load(config.run.output)
+    queries = [Query("the cat", "a ."), Query("dog", "")]
+    np.testing.assert_allclose(loaded.ranker().score(queries), bundle.ranker().score(queries), rtol=1e-5, atol=1e-6)
+    assert loaded.info["trained"] is True and set(loaded.info["validation"]) == {"joint", "retrain"}
+    assert len(loaded.quotes) == len(bundle.quotes) == 10
+    # Evaluated on a data file whose quote set is in another order and has a quote the bundle lacks.
+    new_quote = "the cat ran home"
+    other = QuoteDataset(path=Path("other.tsv"), quotes=[*reversed(bundle_texts(bundle)), new_quote], samples=[])
+    scores = build_ranker("bundle", other, MethodOptions(bundle=config.run.output)).score(queries)
+    expected = bundle.ranker().score(queries)[:, ::-1]
+    np.testing.assert_allclose(scores[:, :-1], expected, rtol=1e-5, atol=1e-6)
+    new_vector = bundle.quote_encoder.encode([new_quote])[0]
+    np.testing.assert_allclose(scores[:, -1], bundle.context_encoder.encode(queries) @ new_vector, rtol=1e-5, atol=1e-6)
+
+
+def bundle_texts(bundle: Bundle) -> list[str]:
+    return [quote.text for quote in bundle.quotes]

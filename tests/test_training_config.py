@@ -1,0 +1,95 @@
+"""Training settings: YAML plus dotted overrides, one-line errors that name the key, and the two command
+lines (`quoter train --set k=v`, `python train.py --k v`) that train a bundle `quoter evaluate` can rank with."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from quoter.encoders.configs import ContextPooling
+from quoter.errors import QuoterError
+from quoter.training.config import load_config, parse_assignments
+from tests.training_fixtures import write_dataset, write_model
+from train import dotted_overrides
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_yaml_and_overrides_set_typed_values(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("joint:\n  epochs: 4\n  lr: 5e-5\nmodel:\n  pooling: cls\n", encoding="utf-8")
+    config = load_config(path, {"joint.epochs": "2", "negatives.in_batch": "true"}, {"data.path": "no"})
+    assert config.joint.epochs == 2 and config.joint.lr == 5e-5 and config.negatives.in_batch is True
+    assert config.model.pooling is ContextPooling.CLS and config.data.path == "no"
+    assert config.retrain.epochs == 3  # untouched settings keep their one default
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"joint.epoch": "2"}, "joint.epoch: unknown setting; known in this section: enabled, epochs"),
+        ({"joint.epochs": "two"}, "joint.epochs: expected an integer, got 'two'"),
+        ({"negatives.count": "0"}, "negatives.count: must be at least 1, got 0"),
+        ({"model.pooling": "mean"}, "model.pooling: expected one of mask, cls, got 'mean'"),
+        ({"joint.enabled": "false", "retrain.enabled": "false"}, "at least one training stage must be enabled"),
+        ({"joint.epochs.x": "1"}, "joint.epochs: expected an integer, got {'x': 1}"),
+    ],
+)
+def test_a_bad_setting_is_a_one_line_error_naming_the_key(overrides, message):
+    with pytest.raises(QuoterError) as error:
+        load_config(None, overrides)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_both_override_syntaxes_mean_the_same():
+    assert dotted_overrides(["--joint.epochs", "2", "--run.seed=3"]) == parse_assignments(
+        ["joint.epochs=2", "run.seed=3"]
+    )
+    with pytest.raises(QuoterError, match="expected key=value"):
+        parse_assignments(["joint.epochs"])
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=REPO)
+
+
+def test_the_command_line_reports_a_bad_key_in_one_line(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("joint:\n  epoch: 2\n", encoding="utf-8")
+    from_set = run("-m", "quoter", "train", "--set", "joint.epoch=2")
+    for result in (
+        from_set,
+        run("-m", "quoter", "train", "--config", str(path)),
+        run("train.py", "--config", str(path)),
+    ):
+        assert result.returncode == 2
+        assert result.stderr.strip().splitlines() == [
+            "error: joint.epoch: unknown setting; known in this section: "
+            "enabled, epochs, batch_size, lr, weight_decay, warmup_fraction, patience, max_steps"
+        ]
+
+
+def test_train_py_writes_a_bundle_that_quoter_evaluate_ranks_with(tmp_path):
+    data = write_dataset(tmp_path / "data")
+    model = write_model(tmp_path / "model")
+    config = tmp_path / "tiny.yaml"
+    config.write_text(
+        f"model:\n  name: {model}\n  context_max_length: 32\n  quote_max_length: 16\n"
+        "negatives:\n  count: 3\njoint:\n  batch_size: 8\n  lr: 0.003\nretrain:\n  batch_size: 8\n  lr: 0.003\n"
+        "run:\n  logger: csv\n  progress_bar: false\n",
+        encoding="utf-8",
+    )
+    bundle = tmp_path / "bundle"
+    trained = run(
+        "train.py", "--config", str(config), "--data", str(data), "--output", str(bundle), "--joint.epochs", "1"
+    )
+    assert trained.returncode == 0, trained.stderr
+    assert (bundle / "bundle.json").is_file() and (tmp_path / "bundle.checkpoints" / "joint" / "logs").is_dir()
+    evaluated = run("-m", "quoter", "evaluate", "--method", "bundle", "--bundle", str(bundle), "--data", str(data))
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert "ranking all 10 quotes" in evaluated.stdout
+    wrong = run("-m", "quoter", "evaluate", "--method", "bundle", "--data", str(data))
+    assert wrong.returncode == 2 and "--bundle DIR" in wrong.stderr
