@@ -9,6 +9,7 @@ import typer
 from quoter.cli.data_commands import data_app
 from quoter.cli.evaluate_command import evaluate_command
 from quoter.cli.sememes_commands import sememes_app
+from quoter.cli.serve_commands import batch_command, serve_command
 from quoter.cli.train_command import train_command
 from quoter.errors import QuoterError
 
@@ -24,6 +25,8 @@ app.add_typer(data_app, name="data")
 app.command("evaluate")(evaluate_command)
 app.add_typer(sememes_app, name="sememes")
 app.command("train")(train_command)
+app.command("serve")(serve_command)
+app.command("batch")(batch_command)
 
 
 def main() -> None:

@@ -1,0 +1,125 @@
+"""`quoter serve` (the HTTP API and demo page) and `quoter batch` (recommendations for a file)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from quoter.errors import QuoterError
+from quoter.languages import Language
+from quoter.serving.index_config import IndexConfig, IndexKind
+from quoter.serving.micro_batching import BatchingConfig
+
+DEFAULT_BATCHING = BatchingConfig()
+API_KEY_ENV = "QUOTER_API_KEY"
+# Half the cores: the event loop, tokenizer and any local clients need CPU too, and on a busy machine
+# more intra-op threads than free cores make each encoder call many times slower, not faster.
+DEFAULT_THREADS = max(1, (os.cpu_count() or 2) // 2)
+
+Int8Option = Annotated[
+    bool, typer.Option("--int8", help="Quantize the context encoder to int8: faster on CPU, scores differ slightly.")
+]
+IndexOption = Annotated[
+    IndexKind, typer.Option("--index", help="Quote search: exact, or approximate (IVF) for very large quote sets.")
+]
+ThreadsOption = Annotated[int, typer.Option(min=1, help="CPU threads per encoder call and search (torch, faiss).")]
+
+
+def set_threads(threads: int) -> None:
+    """Set how many threads torch (encoders, softmax) and faiss (search) use inside one call."""
+    import faiss
+    import torch
+
+    torch.set_num_threads(threads)
+    faiss.omp_set_num_threads(threads)
+
+
+def serve_command(
+    host: Annotated[str, typer.Option(help="Address to listen on; 0.0.0.0 for every interface.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
+    bundle: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--bundle",
+            metavar="LANG=DIR",
+            help="A bundle folder to host, e.g. en=models/en; repeat for more languages. Quote changes are "
+            "saved into the folder. Default: a zero-shot bundle over the built-in quote bank per language.",
+        ),
+    ] = None,
+    lang: Annotated[
+        Optional[list[Language]],
+        typer.Option("--lang", help="Without --bundle: host only these built-in languages (repeatable)."),
+    ] = None,
+    api_key: Annotated[
+        Optional[str],
+        typer.Option(envvar=API_KEY_ENV, help="Key that adding and removing quotes needs (header X-API-Key)."),
+    ] = None,
+    int8: Int8Option = False,
+    index: IndexOption = IndexKind.EXACT,
+    max_batch: Annotated[
+        int, typer.Option(min=1, help="Concurrent requests encoded together at most.")
+    ] = DEFAULT_BATCHING.max_batch,
+    max_wait_ms: Annotated[
+        float, typer.Option(min=0, help="How long a batch waits for more requests, in milliseconds.")
+    ] = DEFAULT_BATCHING.max_wait_ms,
+    threads: ThreadsOption = DEFAULT_THREADS,
+) -> None:
+    """Serve recommendations over HTTP (API docs at /docs, demo page at /)."""
+    import uvicorn
+
+    from quoter.serving.app import AppConfig, create_app
+    from quoter.serving.hosting import default_bundles, load_hosted
+    from quoter.serving.recommender import Recommender, RecommenderConfig
+
+    config = RecommenderConfig(
+        int8=int8, index=IndexConfig(kind=index), batching=BatchingConfig(max_batch, max_wait_ms)
+    )
+    if bundle and lang:
+        raise QuoterError("--lang chooses among the built-in bundles; with --bundle, host only the ones you give")
+    set_threads(threads)
+    if bundle:
+        recommenders = load_hosted(bundle, config)
+    else:
+        languages = list(dict.fromkeys(lang or list(Language)))
+        names = ", ".join(language.value for language in languages)
+        typer.echo(f"no --bundle given: building zero-shot bundles for {names}", err=True)
+        recommenders = [Recommender(b, config) for b in default_bundles(languages)]
+    app = create_app(recommenders, AppConfig(api_key=api_key or None))
+    hosted = ", ".join(f"{r.language.value} ({len(r.quotes):,} quotes)" for r in recommenders)
+    typer.echo(f"hosting {hosted} on http://{host}:{port} (API docs at /docs)", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def batch_command(
+    bundle: Annotated[Path, typer.Option(help="Bundle folder.")],
+    input: Annotated[
+        Path, typer.Option("--input", help='JSONL ({"left", "right", "id"}) or TSV (left<TAB>right, or QuoteR).')
+    ],
+    output: Annotated[Path, typer.Option(help="JSONL file of the top k quotes per context, in input order.")],
+    k: Annotated[int, typer.Option(min=1, help="Quotes per context.")] = 10,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Keep the complete lines of OUTPUT.partial from a run that stopped.")
+    ] = False,
+    left_only: Annotated[bool, typer.Option("--left-only", help="Drop the right context (autocomplete).")] = False,
+    int8: Int8Option = False,
+    index: IndexOption = IndexKind.EXACT,
+    threads: ThreadsOption = DEFAULT_THREADS,
+) -> None:
+    """Recommend quotes for every context of a file."""
+    from quoter.bundle import Bundle
+    from quoter.serving.batch_job import BatchConfig, read_contexts, run_batch
+    from quoter.serving.recommender import Recommender, RecommenderConfig
+
+    contexts = read_contexts(input)
+    set_threads(threads)
+    # With the bundle folder, quotes a server added to or removed from it count here too.
+    config = RecommenderConfig(int8=int8, index=IndexConfig(kind=index))
+    recommender = Recommender(Bundle.load(bundle), config, bundle)
+    ranked = run_batch(
+        recommender, contexts, output, BatchConfig(k=k, left_only=left_only), resume, progress=sys.stderr.isatty()
+    )
+    typer.echo(f"{output}: {len(contexts):,} contexts ({ranked:,} ranked now)", err=True)

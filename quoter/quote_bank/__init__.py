@@ -1,0 +1,64 @@
+"""The built-in quote bank: well-known public-domain quotes with their sources, one file per language.
+
+Each file is UTF-8, tab-separated ``quote<TAB>source``, one quote a line; a first line ``quote<TAB>source``
+is a header and skipped, as are blank lines. SOURCES.md says where the quotes come from and why they
+may be shipped. Loading the bank imports nothing heavy (no torch), so the server can rank it offline.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from quoter.errors import InputError
+from quoter.languages import Language
+from quoter.quote_record import QuoteRecord
+
+__all__ = ["BANK_FILES", "HEADER", "bank_path", "load_quote_bank", "read_quote_bank_file"]
+
+HEADER = ("quote", "source")
+BANK_FILES = {Language.EN: "en.tsv", Language.ZH: "zh.tsv", Language.ZH_CLASSICAL: "zh-classical.tsv"}
+
+
+def bank_path(language: Language) -> Path:
+    """The bank file of a language, inside the installed package."""
+    return Path(str(resources.files(__name__).joinpath(BANK_FILES[Language(language)])))
+
+
+def read_quote_bank_file(path: str | Path) -> list[QuoteRecord]:
+    """Read and check a ``quote<TAB>source`` file; every row needs a quote and a source, no quote twice."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"not UTF-8 ({error.reason} at byte {error.start})", path) from None
+    except OSError as error:
+        raise InputError(f"cannot read the quote bank file: {error.strerror or error}", path) from None
+    records: list[QuoteRecord] = []
+    seen: dict[str, int] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.removeprefix("\ufeff") if number == 1 else raw
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if number == 1 and tuple(field.strip().lower() for field in fields) == HEADER:
+            continue
+        if len(fields) != 2:
+            raise InputError(f"expected 2 tab-separated fields (quote, source), found {len(fields)}", path, number)
+        quote, source = (field.strip() for field in fields)
+        if not quote:
+            raise InputError("empty quote", path, number, "quote")
+        if not source:
+            raise InputError("empty source", path, number, "source")
+        if quote in seen:
+            raise InputError(f"duplicate quote, first on line {seen[quote]}", path, number, "quote")
+        seen[quote] = number
+        records.append(QuoteRecord(quote, source))
+    if not records:
+        raise InputError("no quotes in the quote bank file", path)
+    return records
+
+
+def load_quote_bank(language: Language) -> list[QuoteRecord]:
+    """The built-in quotes of a language (en, zh or zh-classical), in file order."""
+    return read_quote_bank_file(bank_path(language))

@@ -1,0 +1,162 @@
+"""Recommend quotes for every context of a file, in input order, into a JSON lines file.
+
+The output is written to OUTPUT.partial and renamed to OUTPUT once complete, so OUTPUT is never half
+written. A run that stopped early can resume: the complete lines of the partial file are kept, their
+contexts skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from quoter.errors import InputError
+from quoter.ranking import Query
+from quoter.serving.live_quotes import ScoredQuote
+from quoter.serving.recommender import Recommender
+
+JSONL_SUFFIXES = (".jsonl", ".json")
+PARTIAL_SUFFIX = ".partial"
+
+
+@dataclass(frozen=True)
+class BatchContext:
+    """A context of the input: its line number, the id the input gave it (if any), the query."""
+
+    line: int
+    id: Any
+    query: Query
+
+
+@dataclass(frozen=True)
+class BatchConfig:
+    """k: quotes per context; left_only: drop the right context; chunk: contexts written per step."""
+
+    k: int = 10
+    left_only: bool = False
+    chunk: int = 64
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("input file not found", path=path) from None
+    except OSError as error:
+        raise InputError(f"cannot read the input file: {error.strerror}", path=path) from None
+    for number, line in enumerate(raw.splitlines(), start=1):
+        try:
+            yield number, line.decode("utf-8").removesuffix("\r")
+        except UnicodeDecodeError as error:
+            raise InputError(f"bytes at column {error.start + 1} are not valid UTF-8", path=path, line=number) from None
+
+
+def _jsonl_context(text: str, path: Path, number: int) -> BatchContext:
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputError(f"not valid JSON: {error.msg}", path=path, line=number) from None
+    if not isinstance(record, dict) or "left" not in record:
+        raise InputError('expected a JSON object {"left", "right", "id"} with at least "left"', path=path, line=number)
+    for field in ("left", "right"):
+        if not isinstance(record.get(field, ""), str):
+            raise InputError("expected a string", path=path, line=number, field=field)
+    return BatchContext(number, record.get("id"), Query(record["left"], record.get("right", "")))
+
+
+def _tsv_context(text: str, path: Path, number: int) -> BatchContext:
+    fields = text.split("\t")
+    if len(fields) == 2:
+        return BatchContext(number, None, Query(fields[0], fields[1]))
+    if len(fields) == 3:  # a QuoteR file: left, quote, right
+        return BatchContext(number, None, Query(fields[0], fields[2]))
+    raise InputError(
+        f"expected left<TAB>right or left<TAB>quote<TAB>right, found {len(fields)} field(s)", path=path, line=number
+    )
+
+
+def read_contexts(path: str | Path) -> list[BatchContext]:
+    """Every context of a JSONL file ({"left", "right", "id"}) or a TSV file (by suffix); blank lines are
+    skipped."""
+    path = Path(path)
+    parse = _jsonl_context if path.suffix.lower() in JSONL_SUFFIXES else _tsv_context
+    contexts = [parse(text, path, number) for number, text in _lines(path) if text.strip()]
+    if not contexts:
+        raise InputError("the input file has no contexts", path=path)
+    return contexts
+
+
+def partial_path(output: Path) -> Path:
+    """Where the output grows until it is complete."""
+    return output.with_name(output.name + PARTIAL_SUFFIX)
+
+
+def _kept_prefix(partial: Path, contexts: Sequence[BatchContext]) -> tuple[int, int]:
+    """How many contexts the partial output already answers, and the bytes of those complete lines."""
+    if not partial.is_file():
+        return 0, 0
+    done = kept = 0
+    with partial.open("rb") as handle:
+        for raw in handle:
+            if not raw.endswith(b"\n"):
+                break  # cut off mid-line by the interruption
+            try:
+                line = json.loads(raw)["line"]
+            except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
+                break
+            if done >= len(contexts) or line != contexts[done].line:
+                raise InputError(
+                    "this partial output does not belong to this input; delete it or run without --resume",
+                    path=partial,
+                    line=done + 1,
+                )
+            done += 1
+            kept += len(raw)
+    return done, kept
+
+
+def _output_line(context: BatchContext, found: list[ScoredQuote]) -> str:
+    record: dict[str, Any] = {"line": context.line}
+    if context.id is not None:
+        record["id"] = context.id
+    record["results"] = [
+        {"id": q.id, "quote": q.record.text, "source": q.record.source, "score": q.score, "probability": q.probability}
+        for q in found
+    ]
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def run_batch(
+    recommender: Recommender,
+    contexts: Sequence[BatchContext],
+    output: str | Path,
+    config: BatchConfig = BatchConfig(),
+    resume: bool = False,
+    progress: bool = True,
+) -> int:
+    """Write the top k quotes of every context to `output` (JSON lines, input order); return how many
+    contexts this run ranked (fewer than all when it resumed)."""
+    output = Path(output)
+    partial = partial_path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    done, kept = _kept_prefix(partial, contexts) if resume else (0, 0)
+    with partial.open("r+b" if done else "wb") as handle:
+        handle.truncate(kept)
+        handle.seek(kept)
+        with tqdm(total=len(contexts), initial=done, unit="context", disable=not progress) as bar:
+            for begin in range(done, len(contexts), config.chunk):
+                chunk = contexts[begin : begin + config.chunk]
+                queries = [Query(c.query.left) if config.left_only else c.query for c in chunk]
+                found = recommender.recommend(queries, config.k)
+                handle.write("".join(_output_line(c, f) for c, f in zip(chunk, found)).encode("utf-8"))
+                handle.flush()
+                bar.update(len(chunk))
+        os.fsync(handle.fileno())
+    os.replace(partial, output)
+    return len(contexts) - done

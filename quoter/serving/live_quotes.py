@@ -1,0 +1,198 @@
+"""The quote set a server recommends from, which can change while it runs: quotes by stable id, their
+vectors in a QuoteIndex, no text listed twice, and the changes saved beside the bundle they came from.
+
+A bundle numbers its quotes by line; once quotes are added and removed those numbers no longer match, so
+the live set is saved in its own folder inside the bundle folder:
+
+    quote_index/index.faiss       the faiss index (vectors under their quote ids)
+    quote_index/quotes.jsonl      {"id": ..., "quote": ..., "source": ...}, one per line
+    quote_index/settings.json     {"next_id": ...}: removed ids are never given to another quote
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from quoter.atomic_files import write_folder_atomic
+from quoter.bundle import Bundle, QuoteRecord
+from quoter.encoders.quote_encoder import QuoteEncoder
+from quoter.errors import InputError, QuoterError
+from quoter.serving.index_config import IndexConfig
+from quoter.serving.quote_index import INDEX_FILE, QuoteIndex
+
+LIVE_FOLDER = "quote_index"
+LIVE_QUOTES_FILE = "quotes.jsonl"
+LIVE_SETTINGS_FILE = "settings.json"
+
+
+class UnknownQuoteError(QuoterError):
+    """No quote has this id."""
+
+
+@dataclass(frozen=True)
+class ScoredQuote:
+    """A quote found for a context: its id, record, inner-product score and softmax probability."""
+
+    id: int
+    record: QuoteRecord
+    score: float
+    probability: float
+
+
+def quote_key(text: str) -> str:
+    """What makes two quotes the same: their text without surrounding white space."""
+    return text.strip()
+
+
+class LiveQuotes:
+    """Quotes by id with their index; add and remove are safe while other threads search."""
+
+    def __init__(
+        self,
+        records: dict[int, QuoteRecord],
+        index: QuoteIndex,
+        encoder: QuoteEncoder,
+        folder: Path | None = None,
+        next_id: int = 0,
+    ) -> None:
+        """`folder`: the bundle folder to save every change into, or None to keep changes in memory;
+        `next_id`: the smallest id a new quote may get (raised past the ids in use)."""
+        self._records = dict(sorted(records.items()))
+        self._next_id = max(next_id, max(self._records, default=-1) + 1)
+        self._by_text = {quote_key(record.text): quote_id for quote_id, record in self._records.items()}
+        self._index = index
+        self._encoder = encoder
+        self._folder = folder
+        self._lock = threading.RLock()
+
+    @classmethod
+    def from_bundle(cls, bundle: Bundle, config: IndexConfig = IndexConfig(), folder: Path | None = None) -> LiveQuotes:
+        """The bundle's quotes (ids = line numbers), or the live set saved in `folder` if there is one."""
+        saved = None if folder is None else Path(folder) / LIVE_FOLDER
+        if saved is not None and saved.is_dir():
+            records = _read_live_records(saved / LIVE_QUOTES_FILE)
+            index = QuoteIndex.load(saved / INDEX_FILE, np.array(list(records), dtype=np.int64), config)
+            return cls(records, index, bundle.quote_encoder, folder, _read_next_id(saved / LIVE_SETTINGS_FILE))
+        records = dict(enumerate(bundle.quotes))
+        index = QuoteIndex(np.arange(len(records), dtype=np.int64), bundle.quote_vectors, config)
+        return cls(records, index, bundle.quote_encoder, folder)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    @property
+    def index(self) -> QuoteIndex:
+        """The vector index."""
+        return self._index
+
+    def get(self, quote_id: int) -> QuoteRecord:
+        """The quote with this id."""
+        try:
+            return self._records[quote_id]
+        except KeyError:
+            raise UnknownQuoteError(f"no quote has id {quote_id}") from None
+
+    def id_of(self, text: str) -> int | None:
+        """The id of the quote with this text, if it is listed."""
+        return self._by_text.get(quote_key(text))
+
+    def browse(self, offset: int, limit: int, contains: str = "") -> tuple[int, list[tuple[int, QuoteRecord]]]:
+        """Quotes in id order whose text or source contains `contains` (case-insensitive): the number of
+        matches and the page [offset, offset + limit) of them."""
+        needle = contains.casefold()
+        with self._lock:
+            matches = [
+                (quote_id, record)
+                for quote_id, record in self._records.items()
+                if needle in record.text.casefold() or needle in record.source.casefold()
+            ]
+        return len(matches), matches[offset : offset + limit]
+
+    def add(self, record: QuoteRecord) -> tuple[int, bool]:
+        """List a quote; return its id and whether it is new (a text already listed keeps its id)."""
+        record = QuoteRecord(quote_key(record.text), record.source.strip())
+        if not record.text:
+            raise InputError("the quote is empty", field="quote")
+        known = self.id_of(record.text)
+        if known is not None:
+            return known, False
+        # Encode outside the lock: searches go on meanwhile.
+        vector = self._encoder.encode([record.text])
+        with self._lock:
+            known = self.id_of(record.text)
+            if known is not None:
+                return known, False
+            quote_id = self._next_id
+            self._next_id += 1
+            self._index.add(np.array([quote_id]), vector)
+            self._records[quote_id] = record
+            self._by_text[record.text] = quote_id
+            self._save()
+        return quote_id, True
+
+    def remove(self, quote_id: int) -> QuoteRecord:
+        """Unlist a quote by id; return it."""
+        with self._lock:
+            record = self.get(quote_id)
+            self._index.remove(np.array([quote_id]))
+            del self._records[quote_id]
+            del self._by_text[quote_key(record.text)]
+            self._save()
+        return record
+
+    def search(self, vectors: np.ndarray, ks: Sequence[int]) -> list[list[ScoredQuote]]:
+        """For each context vector, its top ks[i] quotes, best first, with probabilities over all quotes."""
+        with self._lock:
+            scores, ids, log_normalizers = self._index.search(vectors, max(ks, default=0))
+            results = []
+            for k, row_scores, row_ids, log_normalizer in zip(ks, scores, ids, log_normalizers):
+                found = [(int(i), float(s)) for i, s in zip(row_ids, row_scores) if i >= 0][:k]
+                results.append(
+                    [ScoredQuote(i, self._records[i], s, float(np.exp(s - log_normalizer))) for i, s in found]
+                )
+        return results
+
+    def _save(self) -> None:
+        if self._folder is None:
+            return
+
+        def build(target: Path) -> None:
+            self._index.save(target / INDEX_FILE)
+            lines = (
+                json.dumps({"id": i, "quote": r.text, "source": r.source}, ensure_ascii=False)
+                for i, r in self._records.items()
+            )
+            (target / LIVE_QUOTES_FILE).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+            (target / LIVE_SETTINGS_FILE).write_text(json.dumps({"next_id": self._next_id}) + "\n", encoding="utf-8")
+
+        write_folder_atomic(self._folder / LIVE_FOLDER, build)
+
+
+def _read_live_records(path: Path) -> dict[int, QuoteRecord]:
+    records: dict[int, QuoteRecord] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise InputError("the saved quote index has no quotes file", path=path) from None
+    for number, line in enumerate(lines, start=1):
+        try:
+            item = json.loads(line)
+            records[int(item["id"])] = QuoteRecord(str(item["quote"]), str(item.get("source", "")))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            raise InputError('expected {"id": ..., "quote": ..., "source": ...}', path=path, line=number) from None
+    return records
+
+
+def _read_next_id(path: Path) -> int:
+    try:
+        return int(json.loads(path.read_text(encoding="utf-8"))["next_id"])
+    except FileNotFoundError:
+        raise InputError("the saved quote index has no settings file", path=path) from None
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        raise InputError('expected {"next_id": ...}', path=path) from None

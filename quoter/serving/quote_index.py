@@ -1,0 +1,169 @@
+"""Quote vectors in faiss, searched by inner product: exact by default, or approximate (IVF) by setting.
+
+Every vector carries its quote's id, so ids stay stable while quotes are added and removed. A copy of
+the vectors is kept beside faiss as well: the softmax over the full quote set needs every score, not only
+the top k that faiss returns.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from pathlib import Path
+
+import faiss
+import numpy as np
+import torch
+
+from quoter.errors import InputError, QuoterError
+from quoter.serving.index_config import IndexConfig, IndexKind
+
+INDEX_FILE = "index.faiss"
+# faiss warns below 39 training points per cluster; fewer clusters beat badly placed ones.
+POINTS_PER_CLUSTER = 39
+
+
+def ivf_clusters(config: IndexConfig, quotes: int) -> int:
+    """How many IVF clusters to train for this many quotes."""
+    wanted = config.nlist or int(4 * math.sqrt(max(quotes, 1)))
+    return max(1, min(wanted, quotes // POINTS_PER_CLUSTER))
+
+
+def _empty_index(dim: int, config: IndexConfig, training: np.ndarray) -> faiss.Index:
+    if config.kind is IndexKind.EXACT:
+        return faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+    if len(training) == 0:
+        raise QuoterError("an approximate (IVF) index needs at least one quote to train on")
+    quantizer = faiss.IndexFlatIP(dim)
+    index = faiss.IndexIVFFlat(quantizer, dim, ivf_clusters(config, len(training)), faiss.METRIC_INNER_PRODUCT)
+    index.train(training)
+    # IVF takes ids natively; a hash table from id to list entry lets quotes be removed by id.
+    index.set_direct_map_type(faiss.DirectMap.Hashtable)
+    index.nprobe = config.nprobe
+    return index
+
+
+def gpu_available() -> bool:
+    """Whether this faiss build can search on a GPU and sees one."""
+    return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
+
+
+class QuoteIndex:
+    """Quote vectors by id, searched by inner product. Safe to use from several threads."""
+
+    def __init__(
+        self,
+        ids: np.ndarray,
+        vectors: np.ndarray,
+        config: IndexConfig = IndexConfig(),
+        built: faiss.Index | None = None,
+    ) -> None:
+        """Index `vectors` (n, dim) under `ids` (n,), which must be distinct; `built`: a faiss index of
+        `config`'s kind that already holds them (read from a file)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or len(ids) != len(vectors):
+            raise ValueError(f"{len(ids)} ids for vectors of shape {vectors.shape}")
+        if len(np.unique(ids)) != len(ids):
+            raise ValueError("quote ids must be distinct")
+        self.config = config
+        self.dim = vectors.shape[1]
+        self._lock = threading.RLock()
+        self._ids = ids
+        self._vectors = vectors
+        if built is None:
+            built = _empty_index(self.dim, config, vectors)
+            built.add_with_ids(vectors, ids)
+        self._cpu = built
+        self._gpu_resources = faiss.StandardGpuResources() if config.gpu and gpu_available() else None
+        self._search_index = self._for_search()
+
+    def _for_search(self) -> faiss.Index:
+        """The CPU index, or a copy of it on the GPU (faiss cannot remove ids from GPU indexes, so the
+        CPU index stays the one that changes and the copy is refreshed after each change)."""
+        if self._gpu_resources is None:
+            return self._cpu
+        return faiss.index_cpu_to_gpu(self._gpu_resources, 0, self._cpu)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @property
+    def on_gpu(self) -> bool:
+        """Whether searches run on a GPU."""
+        return self._search_index is not self._cpu
+
+    def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        """Index more vectors under new ids."""
+        ids = np.asarray(ids, dtype=np.int64)
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(ids), self.dim)
+        with self._lock:
+            if np.isin(ids, self._ids).any() or len(np.unique(ids)) != len(ids):
+                raise ValueError("quote ids must be distinct")
+            self._cpu.add_with_ids(vectors, ids)
+            self._ids = np.concatenate([self._ids, ids])
+            self._vectors = np.concatenate([self._vectors, vectors])
+            self._search_index = self._for_search()
+
+    def remove(self, ids: np.ndarray) -> int:
+        """Remove vectors by id; return how many were indexed."""
+        ids = np.asarray(ids, dtype=np.int64)
+        with self._lock:
+            removed = int(self._cpu.remove_ids(ids))
+            keep = ~np.isin(self._ids, ids)
+            self._ids = self._ids[keep]
+            self._vectors = self._vectors[keep]
+            self._search_index = self._for_search()
+            return removed
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The top `k` quotes of each query, best first: (scores, ids) of shape (queries, k') with
+        k' = min(k, quotes), and the log of each query's softmax normaliser over ALL quotes (queries,).
+        An approximate index may find fewer than k' quotes; the missing places have id -1."""
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        with self._lock:
+            k = min(k, len(self._ids))
+            if k == 0:
+                empty = np.zeros((len(queries), 0))
+                return empty.astype(np.float32), empty.astype(np.int64), np.full(len(queries), -np.inf)
+            scores, ids = self._search_index.search(queries, k)
+            # torch, not numpy: its thread count is the one the server sets (numpy's BLAS takes every core).
+            full = torch.from_numpy(queries) @ torch.from_numpy(self._vectors).T
+        return scores, ids, torch.logsumexp(full.double(), dim=1).numpy()
+
+    def save(self, path: Path) -> None:
+        """Write the CPU index to `path` (faiss format). Writing it atomically is the caller's part."""
+        with self._lock:
+            faiss.write_index(self._cpu, str(path))
+
+    @classmethod
+    def load(cls, path: Path, ids: np.ndarray, config: IndexConfig = IndexConfig()) -> QuoteIndex:
+        """Read an index written by `save`; `ids` are the quotes it must hold. An index of another kind
+        than `config` asks for is rebuilt from the stored vectors; an IVF index keeps its trained clusters."""
+        try:
+            stored = faiss.read_index(str(path))
+        except RuntimeError as error:
+            raise InputError(f"not a readable faiss index ({str(error).splitlines()[0]})", path=path) from None
+        ids = np.asarray(ids, dtype=np.int64)
+        if stored.ntotal != len(ids):
+            raise InputError(f"the index holds {stored.ntotal} vectors for {len(ids)} quotes", path=path)
+        try:
+            vectors = stored.reconstruct_batch(ids) if len(ids) else np.zeros((0, stored.d), np.float32)
+        except RuntimeError:
+            raise InputError("the index does not hold the quote ids it should", path=path) from None
+        ivf = faiss.try_extract_index_ivf(stored)
+        if config.kind is IndexKind.IVF and ivf is not None:
+            ivf.nprobe = config.nprobe
+            return cls(ids, vectors, config, stored)
+        if config.kind is IndexKind.EXACT and ivf is None:
+            return cls(ids, vectors, config, stored)
+        return cls(ids, vectors, config)
+
+
+def recall_at_k(vectors: np.ndarray, queries: np.ndarray, config: IndexConfig, k: int = 10) -> float:
+    """The share of the exact top `k` that an index built with `config` finds, averaged over queries."""
+    ids = np.arange(len(vectors))
+    _, exact, _ = QuoteIndex(ids, vectors, IndexConfig(gpu=config.gpu)).search(queries, k)
+    _, found, _ = QuoteIndex(ids, vectors, config).search(queries, k)
+    hits = sum(len(set(a.tolist()) & set(b.tolist())) for a, b in zip(exact, found))
+    return hits / exact.size if exact.size else 1.0

@@ -1,0 +1,104 @@
+"""The HTTP API's request and response bodies, with the limits that keep one request cheap."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from quoter.languages import Language
+
+MAX_CONTEXT_CHARS = 2000  # per side; the encoder keeps at most 128 tokens next to the gap anyway
+MAX_K = 100
+MAX_BATCH = 64
+MAX_QUOTE_CHARS = 1000
+MAX_SOURCE_CHARS = 500
+MAX_PAGE = 100
+MAX_SEARCH_CHARS = 200
+
+
+class RecommendRequest(BaseModel):
+    """A context: the text before the gap and after it (empty or left out for autocomplete)."""
+
+    left: str = Field(max_length=MAX_CONTEXT_CHARS, description="Text before the gap.")
+    right: str = Field("", max_length=MAX_CONTEXT_CHARS, description="Text after the gap; empty for left-only.")
+    lang: Language | None = Field(None, description="Bundle language; guessed from the text when left out.")
+    k: int = Field(10, ge=1, le=MAX_K, description="How many quotes to return.")
+
+
+class RecommendBatchRequest(BaseModel):
+    """Several contexts at once, answered in order."""
+
+    requests: list[RecommendRequest] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class QuoteOut(BaseModel):
+    """A listed quote."""
+
+    id: int
+    quote: str
+    source: str
+
+
+class RecommendationOut(QuoteOut):
+    """A recommended quote: inner-product score and softmax probability over the whole quote set."""
+
+    score: float
+    probability: float
+
+
+class RecommendResponse(BaseModel):
+    """The best quotes for a context, best first, and the language of the bundle that ranked them."""
+
+    lang: Language
+    lang_guessed: bool = Field(description="True when lang was not named and was picked from the text.")
+    results: list[RecommendationOut]
+
+
+class RecommendBatchResponse(BaseModel):
+    """One response per request, in order."""
+
+    responses: list[RecommendResponse]
+
+
+class QuoteIn(BaseModel):
+    """A quote to list."""
+
+    quote: str = Field(min_length=1, max_length=MAX_QUOTE_CHARS)
+    source: str = Field("", max_length=MAX_SOURCE_CHARS)
+    lang: Language | None = Field(None, description="Required when several bundles are hosted.")
+
+
+class QuoteChange(QuoteOut):
+    """A quote that was added (created false: the text was already listed under this id) or removed."""
+
+    lang: Language
+    created: bool = False
+
+
+class QuotePage(BaseModel):
+    """A page of the listed quotes that match the search."""
+
+    lang: Language
+    total: int = Field(description="How many quotes match.")
+    offset: int
+    limit: int
+    quotes: list[QuoteOut]
+
+
+class BundleHealth(BaseModel):
+    """One hosted bundle."""
+
+    lang: Language
+    quotes: int
+    model: str | None
+    index: str
+    int8: bool
+
+
+class Health(BaseModel):
+    """The server is up; which languages it hosts."""
+
+    status: Literal["ok"] = "ok"
+    languages: list[Language]
+    bundles: list[BundleHealth]

@@ -1,0 +1,242 @@
+"""The demo page in a real headless Chromium against a real server: what a writer types is what gets ranked.
+
+Needs Debian's chromium at /usr/bin/chromium (.ci/run installs it); Playwright drives it, no browser download.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
+from playwright.async_api import Page, Request, Route, async_playwright
+
+from quoter.languages import Language
+from quoter.serving.app import create_app
+from quoter.serving.recommender import Recommender
+from tests.serving_fixtures import tiny_bundle
+
+CHROMIUM = Path("/usr/bin/chromium")
+# Seed 2 gives the tiny English bundle clearly different rankings for these contexts.
+SEED = 2
+GAP_TEXT = "the cat sat on the [] . the dog ran home"
+GAP_LEFT, GAP_RIGHT = "the cat sat on the ", " . the dog ran home"
+AUTOCOMPLETE_TEXT = "a happy dog ran"
+SHOWN_RESULTS = """() => Array.from(document.querySelectorAll('[data-testid="result"]'), (item) => ({
+    id: Number(item.dataset.quoteId),
+    quote: item.querySelector('[data-testid="result-quote"]').textContent,
+    source: item.querySelector('[data-testid="result-source"]').textContent,
+    score: Number(item.dataset.score),
+    probability: Number(item.dataset.probability),
+}))"""
+SETTLED = """() => ['ready', 'error'].includes(document.querySelector('[data-testid="results"]').dataset.state)"""
+
+Scenario = Callable[[Page, str], Awaitable[None]]
+
+
+@contextmanager
+def running_server(app: FastAPI) -> Iterator[str]:
+    """Serve the app with uvicorn in a background thread on a free loopback port; yield its base URL."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+@pytest.fixture(scope="module")
+def base_url(tmp_path_factory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("demo")
+    english = Recommender(tiny_bundle(folder / "en", Language.EN, seed=SEED))
+    chinese = Recommender(tiny_bundle(folder / "zh", Language.ZH))
+    with running_server(create_app([english, chinese])) as url:
+        yield url
+
+
+def in_browser(base_url: str, scenario: Scenario) -> None:
+    """Open the demo page in headless Chromium and run the scenario on it."""
+    if not CHROMIUM.is_file():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium) to test the page")
+
+    async def run() -> None:
+        async with async_playwright() as playwright:
+            browser = await playwright.chromium.launch(executable_path=str(CHROMIUM))
+            try:
+                page = await browser.new_page()
+                await page.goto(base_url + "/")
+                await scenario(page, base_url)
+            finally:
+                await browser.close()
+
+    asyncio.run(run())
+
+
+async def api_results(base_url: str, left: str, right: str, k: int, lang: str | None = None) -> dict[str, Any]:
+    """What the API itself answers for a context."""
+    body: dict[str, Any] = {"left": left, "right": right, "k": k}
+    if lang is not None:
+        body["lang"] = lang
+    async with httpx.AsyncClient(base_url=base_url) as client:
+        response = await client.post("/recommend", json=body)
+    response.raise_for_status()
+    return response.json()
+
+
+async def settled_results(page: Page) -> list[dict[str, Any]]:
+    """The results the page shows once its latest request is answered."""
+    await page.wait_for_function(SETTLED)
+    return await page.evaluate(SHOWN_RESULTS)
+
+
+async def hold_answers(page: Page, left: str) -> tuple[asyncio.Event, asyncio.Event]:
+    """Hold the server's answers to requests with this left context until released: (held, release)."""
+    held = asyncio.Event()
+    release = asyncio.Event()
+
+    async def hold(route: Route) -> None:
+        response = await route.fetch()
+        if route.request.post_data_json["left"] == left:
+            held.set()
+            await release.wait()
+        await route.fulfill(response=response)
+
+    await page.route("**/recommend", hold)
+    return held, release
+
+
+def shown_form(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """API results in the form SHOWN_RESULTS reads them from the page."""
+    keys = ("id", "quote", "source", "score", "probability")
+    return [{key: result[key] for key in keys} for result in results]
+
+
+def test_the_page_shows_the_top_quotes_of_the_api_and_follows_the_text(base_url):
+    async def scenario(page: Page, base_url: str) -> None:
+        requests: list[Request] = []
+
+        def count(request: Request) -> None:
+            if request.url.endswith("/recommend"):
+                requests.append(request)
+
+        page.on("request", count)
+        languages = page.get_by_test_id("lang").locator("option")
+        await page.wait_for_function("document.querySelectorAll('#lang option').length > 1")
+        assert await languages.evaluate_all("options => options.map(o => o.value)") == ["", "en", "zh"]
+        await page.get_by_test_id("k").fill("4")
+
+        await page.get_by_test_id("context").press_sequentially(GAP_TEXT, delay=20)
+        expected = await api_results(base_url, GAP_LEFT, GAP_RIGHT, 4)
+        assert len(expected["results"]) == 4
+        assert await settled_results(page) == shown_form(expected["results"])
+        # Debounced: typing letter by letter does not send a request per letter.
+        assert len(requests) < len(GAP_TEXT) / 2
+        assert "for the gap" in await page.get_by_test_id("status").text_content()
+        assert "detected: English" in await page.get_by_test_id("status").text_content()
+
+        # Without a gap marker the whole text is the left context (autocomplete).
+        await page.get_by_test_id("context").fill(AUTOCOMPLETE_TEXT)
+        changed = await api_results(base_url, AUTOCOMPLETE_TEXT, "", 4)
+        assert [r["id"] for r in changed["results"]] != [r["id"] for r in expected["results"]]
+        assert await settled_results(page) == shown_form(changed["results"])
+        assert "to continue your text" in await page.get_by_test_id("status").text_content()
+
+        # A chosen language is sent with the request instead of being guessed.
+        await page.get_by_test_id("lang").select_option("zh")
+        chinese = await api_results(base_url, AUTOCOMPLETE_TEXT, "", 4, lang="zh")
+        assert chinese["lang"] == "zh"
+        assert await settled_results(page) == shown_form(chinese["results"])
+        assert "(Chinese)" in await page.get_by_test_id("status").text_content()
+
+    in_browser(base_url, scenario)
+
+
+def test_an_answer_to_older_text_that_arrives_late_is_dropped(base_url):
+    async def scenario(page: Page, base_url: str) -> None:
+        held, release = await hold_answers(page, GAP_LEFT)
+        await page.get_by_test_id("context").fill(GAP_TEXT)
+        await asyncio.wait_for(held.wait(), timeout=10)
+        await page.get_by_test_id("context").fill(AUTOCOMPLETE_TEXT)
+        newer = await api_results(base_url, AUTOCOMPLETE_TEXT, "", 5)
+        assert await settled_results(page) == shown_form(newer["results"])
+
+        async with page.expect_event("requestfinished", lambda request: request.post_data_json["left"] == GAP_LEFT):
+            release.set()
+        await page.wait_for_timeout(200)  # time for the page's script to read the late answer
+        assert await page.evaluate(SHOWN_RESULTS) == shown_form(newer["results"])
+        assert await page.get_by_test_id("results").get_attribute("data-state") == "ready"
+
+    in_browser(base_url, scenario)
+
+
+def test_an_answer_that_arrives_while_newer_text_waits_to_be_sent_does_not_settle_the_page(base_url):
+    async def scenario(page: Page, base_url: str) -> None:
+        held, release = await hold_answers(page, GAP_LEFT)
+        await page.get_by_test_id("context").fill(GAP_TEXT)
+        await asyncio.wait_for(held.wait(), timeout=10)
+        # The newer text is typed, then the older answer arrives, most likely within the debounce pause.
+        await page.get_by_test_id("context").fill(AUTOCOMPLETE_TEXT)
+        async with page.expect_event("requestfinished", lambda request: request.post_data_json["left"] == GAP_LEFT):
+            release.set()
+        await page.wait_for_timeout(50)  # time for the page's script to read the answer
+        assert await page.get_by_test_id("results").get_attribute("data-state") in ("pending", "loading")
+        newer = await api_results(base_url, AUTOCOMPLETE_TEXT, "", 5)
+        assert await settled_results(page) == shown_form(newer["results"])
+
+    in_browser(base_url, scenario)
+
+
+def test_errors_of_the_api_are_shown_readably_and_cleared_by_a_good_request(base_url):
+    async def scenario(page: Page, base_url: str) -> None:
+        error = page.get_by_test_id("error")
+        # Neither Latin letters nor Chinese characters: the server cannot pick a language.
+        await page.get_by_test_id("context").fill("1 2 3")
+        await settled_results(page)
+        assert await error.is_visible()
+        assert "cannot tell the language of this text" in await error.text_content()
+        assert await error.get_attribute("role") == "alert"
+        assert await page.evaluate(SHOWN_RESULTS) == []
+
+        await page.get_by_test_id("context").fill(GAP_TEXT)
+        await page.get_by_test_id("k").fill("0")
+        await settled_results(page)
+        assert (await error.text_content()).strip() == "k: Input should be greater than or equal to 1"
+
+        await page.get_by_test_id("k").fill("3")
+        expected = await api_results(base_url, GAP_LEFT, GAP_RIGHT, 3)
+        assert await settled_results(page) == shown_form(expected["results"])
+        assert not await error.is_visible()
+
+    in_browser(base_url, scenario)
+
+
+def test_insert_puts_the_quote_into_the_gap(base_url):
+    async def scenario(page: Page, base_url: str) -> None:
+        await page.get_by_test_id("context").fill(GAP_TEXT)
+        best = (await settled_results(page))[0]
+        await page.get_by_test_id("result").first.get_by_role("button").click()
+        assert await page.get_by_test_id("context").input_value() == GAP_LEFT + best["quote"] + GAP_RIGHT
+        # The text changed, so the page ranks again, now for the text as a whole.
+        expected = await api_results(base_url, GAP_LEFT + best["quote"] + GAP_RIGHT, "", 5)
+        assert await settled_results(page) == shown_form(expected["results"])
+
+    in_browser(base_url, scenario)

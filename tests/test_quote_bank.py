@@ -1,0 +1,121 @@
+"""The built-in quote bank: big enough, clean, in the right language, and loaded without torch."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from quoter.errors import InputError
+from quoter.languages import HAN, Language, guess_language
+from quoter.quote_bank import bank_path, load_quote_bank, read_quote_bank_file
+from quoter.quote_record import QuoteRecord
+
+MIN_QUOTES = 300
+# Anything beyond ASCII that English quotes legitimately use: dashes, curly quotes, accented names.
+NON_LATIN_LETTER = re.compile(r"[^\W\d_A-Za-zÀ-ÿ]")
+
+
+@pytest.fixture(scope="module", params=list(Language), ids=lambda language: language.value)
+def bank(request) -> tuple[Language, list[QuoteRecord]]:
+    return request.param, load_quote_bank(request.param)
+
+
+def test_each_language_has_enough_quotes_with_sources(bank):
+    language, quotes = bank
+    assert len(quotes) >= MIN_QUOTES, f"{language.value}: only {len(quotes)} quotes"
+    assert all(isinstance(quote, QuoteRecord) for quote in quotes)
+    assert all(quote.text.strip() and quote.source.strip() for quote in quotes)
+
+
+def test_no_duplicates_within_a_language(bank):
+    language, quotes = bank
+    texts = [quote.text for quote in quotes]
+    assert len(set(texts)) == len(texts)
+    # Nor the same quote differing only in punctuation, spacing or case.
+    normalised = [re.sub(r"[\W_]+", "", text).casefold() for text in texts]
+    duplicates = {text for text in normalised if normalised.count(text) > 1}
+    assert not duplicates, f"{language.value}: {sorted(duplicates)[:5]}"
+
+
+def test_no_quote_in_both_chinese_files():
+    modern = {quote.text for quote in load_quote_bank(Language.ZH)}
+    classical = {quote.text for quote in load_quote_bank(Language.ZH_CLASSICAL)}
+    assert not modern & classical
+
+
+def test_english_is_latin_script():
+    for quote in load_quote_bank(Language.EN):
+        assert not HAN.search(quote.text), quote.text
+        assert not NON_LATIN_LETTER.search(quote.text), quote.text
+        assert re.search(r"[A-Za-z]", quote.text), quote.text
+
+
+@pytest.mark.parametrize("language", [Language.ZH, Language.ZH_CLASSICAL], ids=lambda language: language.value)
+def test_chinese_files_are_chinese(language):
+    for quote in load_quote_bank(language):
+        assert not re.search(r"[A-Za-z]", quote.text), quote.text
+        assert len(HAN.findall(quote.text)) >= 4, quote.text
+
+
+def test_guessed_language_matches_each_file(bank):
+    language, quotes = bank
+    guessed, reason = guess_language(quote.text for quote in quotes)
+    assert guessed is language, reason
+
+
+def test_loading_the_bank_does_not_import_torch():
+    code = (
+        "import sys\n"
+        "from quoter.languages import Language\n"
+        "from quoter.quote_bank import load_quote_bank\n"
+        "assert all(load_quote_bank(language) for language in Language)\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_bank_files_are_in_the_package():
+    for language in Language:
+        assert bank_path(language).is_file()
+    assert bank_path(Language.EN).with_name("SOURCES.md").is_file()
+
+
+def test_header_and_blank_lines_are_skipped(tmp_path):
+    path = tmp_path / "bank.tsv"
+    path.write_text("quote\tsource\nKnow thyself.\tInscription at Delphi\n\nBe brief.\tProverb\n", encoding="utf-8")
+    assert read_quote_bank_file(path) == [
+        QuoteRecord("Know thyself.", "Inscription at Delphi"),
+        QuoteRecord("Be brief.", "Proverb"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "message"),
+    [
+        ("quote\tsource\nKnow thyself.\tDelphi\nno source here\n", 3, "expected 2 tab-separated fields"),
+        ("Know thyself.\tDelphi\nA\tB\tC\n", 2, "found 3"),
+        ("Know thyself.\t \n", 1, "empty source"),
+        ("\tDelphi\n", 1, "empty quote"),
+        ("Know thyself.\tDelphi\nKnow thyself.\tSocrates\n", 2, "duplicate quote, first on line 1"),
+    ],
+)
+def test_malformed_file_names_file_and_line(tmp_path, content, line, message):
+    path = tmp_path / "bad.tsv"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        read_quote_bank_file(path)
+    assert caught.value.path == str(path)
+    assert caught.value.line == line
+    assert message in str(caught.value)
+    assert f"{path}:{line}" in str(caught.value)
+
+
+def test_file_that_is_not_utf8_names_the_file(tmp_path):
+    path = tmp_path / "latin1.tsv"
+    path.write_bytes("Caf\xe9 society.\tAnonymous\n".encode("latin-1"))
+    with pytest.raises(InputError, match="not UTF-8") as caught:
+        read_quote_bank_file(path)
+    assert caught.value.path == str(path)

@@ -1,0 +1,135 @@
+"""`quoter batch`: every context of a file ranked in input order, written atomically, resumable."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from quoter.bundle import Bundle
+from quoter.cli import app
+from quoter.errors import InputError
+from quoter.ranking import Query
+from quoter.serving.batch_job import BatchConfig, partial_path, read_contexts, run_batch
+from quoter.serving.recommender import Recommender
+from tests.serving_fixtures import tiny_bundle
+
+CONTEXTS = [{"left": f"the cat {'sat ' * i}", "right": "on the mat" if i % 2 else "", "id": f"c{i}"} for i in range(11)]
+
+
+@pytest.fixture(scope="module")
+def bundle_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("batch")
+    tiny_bundle(folder).save(folder / "bundle")
+    return folder / "bundle"
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def read_jsonl(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def batch(*args):
+    return CliRunner().invoke(app, ["batch", *map(str, args)])
+
+
+def assert_same_output(got, want):
+    assert [(g["line"], g.get("id"), [r["id"] for r in g["results"]]) for g in got] == [
+        (w["line"], w.get("id"), [r["id"] for r in w["results"]]) for w in want
+    ]
+    for g, w in zip(got, want):
+        assert [r["score"] for r in g["results"]] == pytest.approx([r["score"] for r in w["results"]], rel=1e-4)
+
+
+def test_every_context_in_input_order(bundle_folder, tmp_path):
+    source = write_jsonl(tmp_path / "in.jsonl", CONTEXTS)
+    result = batch("--bundle", bundle_folder, "--input", source, "--output", tmp_path / "out.jsonl", "--k", 3)
+    assert result.exit_code == 0, result.output
+    rows = read_jsonl(tmp_path / "out.jsonl")
+    assert [row["id"] for row in rows] == [c["id"] for c in CONTEXTS] and [row["line"] for row in rows] == list(
+        range(1, 12)
+    )
+    recommender = Recommender(Bundle.load(bundle_folder))
+    want = recommender.recommend([Query(CONTEXTS[4]["left"], CONTEXTS[4]["right"])], 3)[0]
+    assert [r["id"] for r in rows[4]["results"]] == [q.id for q in want]
+    assert rows[4]["results"][0].keys() == {"id", "quote", "source", "score", "probability"}
+    assert not partial_path(tmp_path / "out.jsonl").exists()
+
+
+def test_tsv_inputs_and_left_only(bundle_folder, tmp_path):
+    two = tmp_path / "two.tsv"
+    two.write_text("the cat\ton the mat\nthe dog\thome\n", encoding="utf-8")
+    three = tmp_path / "three.txt"
+    three.write_text("the cat\tQUOTE\ton the mat\nthe dog\tQUOTE\thome\n", encoding="utf-8")
+    assert [c.query for c in read_contexts(two)] == [c.query for c in read_contexts(three)]
+    assert batch("--bundle", bundle_folder, "--input", two, "--output", tmp_path / "a.jsonl").exit_code == 0
+    assert batch("--bundle", bundle_folder, "--input", three, "--output", tmp_path / "b.jsonl").exit_code == 0
+    assert read_jsonl(tmp_path / "a.jsonl") == read_jsonl(tmp_path / "b.jsonl")
+    left_only = batch("--bundle", bundle_folder, "--input", two, "--output", tmp_path / "c.jsonl", "--left-only")
+    assert left_only.exit_code == 0
+    recommender = Recommender(Bundle.load(bundle_folder))
+    want = recommender.recommend([Query("the cat")], 10)[0]
+    got = read_jsonl(tmp_path / "c.jsonl")[0]["results"]
+    assert [r["id"] for r in got] == [q.id for q in want]
+    assert [r["score"] for r in got] == pytest.approx([q.score for q in want], rel=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("bad.jsonl", '{"left": "a"}\n{"left": "b"\n', "bad.jsonl:2: not valid JSON"),
+        ("bad.jsonl", '{"left": "a"}\n["b"]\n', "bad.jsonl:2: expected a JSON object"),
+        ("bad.jsonl", '{"left": "a", "right": 3}\n', "bad.jsonl:1 (field 'right'): expected a string"),
+        ("bad.tsv", "a\tb\nonly left\n", "bad.tsv:2: expected left<TAB>right"),
+        ("bad.tsv", "", "bad.tsv: the input file has no contexts"),
+    ],
+)
+def test_bad_input_lines_name_file_and_line(tmp_path, name, content, message):
+    (tmp_path / name).write_text(content, encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        read_contexts(tmp_path / name)
+    assert message in str(error.value) and str(error.value).startswith(str(tmp_path))
+
+
+class Interrupted(Exception):
+    pass
+
+
+def test_resume_after_an_interruption_gives_the_uninterrupted_output(bundle_folder, tmp_path):
+    source = write_jsonl(tmp_path / "in.jsonl", CONTEXTS)
+    assert batch("--bundle", bundle_folder, "--input", source, "--output", tmp_path / "whole.jsonl").exit_code == 0
+
+    recommender = Recommender(Bundle.load(bundle_folder))
+    calls = []
+    plain = recommender.recommend
+
+    def failing(queries, k):
+        calls.append(len(queries))
+        if len(calls) == 3:
+            raise Interrupted
+        return plain(queries, k)
+
+    recommender.recommend = failing
+    output = tmp_path / "out.jsonl"
+    with pytest.raises(Interrupted):
+        run_batch(recommender, read_contexts(source), output, BatchConfig(chunk=3), progress=False)
+    partial = partial_path(output)
+    assert not output.exists() and len(read_jsonl(partial)) == 6
+    with partial.open("a", encoding="utf-8") as handle:
+        handle.write('{"line": 7, "resu')  # the interruption cut the last line short
+
+    result = batch("--bundle", bundle_folder, "--input", source, "--output", output, "--resume")
+    assert result.exit_code == 0, result.output
+    assert not partial.exists()
+    assert_same_output(read_jsonl(output), read_jsonl(tmp_path / "whole.jsonl"))
+
+    # A partial output of another input is refused, not mixed in.
+    write_jsonl(partial, [{"line": 5, "results": []}])
+    other = batch("--bundle", bundle_folder, "--input", source, "--output", output, "--resume")
+    assert isinstance(other.exception, InputError) and "does not belong to this input" in str(other.exception)
+    # Without --resume a stale partial file is simply replaced.
+    assert batch("--bundle", bundle_folder, "--input", source, "--output", output).exit_code == 0
+    assert_same_output(read_jsonl(output), read_jsonl(tmp_path / "whole.jsonl"))

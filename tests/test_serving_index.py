@@ -1,0 +1,121 @@
+"""The quote index finds what brute force finds, keeps ids through changes and saves; the live quote set
+never lists a text twice and reads back what it saved."""
+
+import numpy as np
+import pytest
+
+from quoter.bundle import QuoteRecord
+from quoter.errors import InputError
+from quoter.ranking import Query
+from quoter.serving.index_config import IndexConfig, IndexKind
+from quoter.serving.live_quotes import LiveQuotes, UnknownQuoteError
+from quoter.serving.quote_index import QuoteIndex, ivf_clusters, recall_at_k
+from tests.serving_fixtures import tiny_bundle
+
+
+def random_vectors(rows: int, dim: int = 24, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((rows, dim)).astype(np.float32)
+
+
+def brute_force(queries, vectors, ids, k):
+    scores = queries @ vectors.T
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(scores, order, axis=1), ids[order], scores
+
+
+def test_exact_search_is_brute_force_with_stable_ids():
+    vectors, queries = random_vectors(500), random_vectors(30, seed=1)
+    ids = np.arange(1000, 1500)
+    index = QuoteIndex(ids, vectors)
+    scores, found, log_norm = index.search(queries, 7)
+    want_scores, want_ids, all_scores = brute_force(queries, vectors, ids, 7)
+    np.testing.assert_array_equal(found, want_ids)
+    np.testing.assert_allclose(scores, want_scores, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(log_norm, np.log(np.exp(all_scores.astype(np.float64)).sum(axis=1)), rtol=1e-5)
+
+    index.remove(ids[:250:2])
+    index.add(np.array([7]), queries[0] * 100)  # now the best match of the first query by far
+    keep = ~np.isin(ids, ids[:250:2])
+    scores, found, _ = index.search(queries, 5)
+    assert found[0, 0] == 7 and len(index) == keep.sum() + 1
+    now_vectors = np.concatenate([vectors[keep], queries[:1] * 100])
+    want_scores, want_ids, _ = brute_force(queries, now_vectors, np.append(ids[keep], 7), 5)
+    np.testing.assert_array_equal(found, want_ids)
+    np.testing.assert_allclose(scores, want_scores, rtol=1e-5, atol=1e-4)
+
+
+def test_k_beyond_the_quote_count_returns_every_quote():
+    scores, found, _ = QuoteIndex(np.arange(3), random_vectors(3)).search(random_vectors(2, seed=3), 10)
+    assert found.shape == (2, 3) and sorted(found[0]) == [0, 1, 2]
+
+
+def test_an_emptied_index_finds_nothing_and_takes_new_quotes():
+    index = QuoteIndex(np.arange(3), random_vectors(3))
+    index.remove(np.arange(3))
+    scores, found, log_norm = index.search(random_vectors(2, seed=5), 4)
+    assert found.shape == (2, 0) and np.isneginf(log_norm).all()
+    index.add(np.array([10]), random_vectors(1, seed=6))
+    assert index.search(random_vectors(1, seed=7), 4)[1].tolist() == [[10]]
+
+
+def test_ids_must_be_distinct():
+    index = QuoteIndex(np.arange(3), random_vectors(3))
+    with pytest.raises(ValueError, match="distinct"):
+        index.add(np.array([2]), random_vectors(1))
+
+
+def test_ivf_is_approximate_but_close_and_supports_changes():
+    vectors, queries = random_vectors(4000, dim=16), random_vectors(50, dim=16, seed=2)
+    assert ivf_clusters(IndexConfig(kind=IndexKind.IVF), 4000) == 102
+    assert recall_at_k(vectors, queries, IndexConfig(kind=IndexKind.IVF, nprobe=102), k=10) == 1.0
+    few = recall_at_k(vectors, queries, IndexConfig(kind=IndexKind.IVF, nprobe=1), k=10)
+    assert 0.0 < few < 1.0
+    index = QuoteIndex(np.arange(4000), vectors, IndexConfig(kind=IndexKind.IVF, nprobe=102))
+    index.remove(np.arange(10))
+    index.add(np.array([9999]), queries[0] * 100)
+    assert index.search(queries[:1], 1)[1][0, 0] == 9999
+
+
+@pytest.mark.parametrize("kind", list(IndexKind))
+def test_save_and_load_keep_ids_and_vectors(tmp_path, kind):
+    vectors, queries = random_vectors(400), random_vectors(5, seed=4)
+    ids = np.arange(400) * 3
+    index = QuoteIndex(ids, vectors, IndexConfig(kind=kind, nprobe=4))
+    index.remove(ids[:10])
+    index.save(tmp_path / "index.faiss")
+    loaded = QuoteIndex.load(tmp_path / "index.faiss", ids[10:], IndexConfig(kind=kind, nprobe=4))
+    for a, b in zip(index.search(queries, 5), loaded.search(queries, 5)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    with pytest.raises(InputError, match="holds 390 vectors for 400 quotes"):
+        QuoteIndex.load(tmp_path / "index.faiss", ids)
+    (tmp_path / "bad.faiss").write_bytes(b"not an index")
+    with pytest.raises(InputError, match="not a readable faiss index"):
+        QuoteIndex.load(tmp_path / "bad.faiss", ids)
+
+
+def test_live_quotes_add_remove_and_persist(tmp_path):
+    bundle = tiny_bundle(tmp_path)
+    bundle.save(tmp_path / "bundle")
+    live = LiveQuotes.from_bundle(bundle, folder=tmp_path / "bundle")
+    assert len(live) == 5 and live.get(1).text == "the dog ran home"
+    assert live.add(QuoteRecord("  the dog ran home ", "Elsewhere")) == (1, False)
+    new_id, created = live.add(QuoteRecord("the happy cat", "New"))
+    assert (new_id, created) == (5, True)
+    vector = bundle.quote_encoder.encode(["the happy cat"])
+    best = live.search(vector, [1])[0][0]  # the quote's own vector finds it
+    assert best.id == 5 and best.record == QuoteRecord("the happy cat", "New")
+    live.remove(5)
+    assert live.add(QuoteRecord("the happy cat"))[0] == 6  # a removed id is never given again
+    live.remove(0)
+    with pytest.raises(UnknownQuoteError):
+        live.remove(0)
+    assert live.browse(0, 10, "DOG") == (3, [(1, live.get(1)), (2, live.get(2)), (4, live.get(4))])
+
+    reloaded = LiveQuotes.from_bundle(bundle, folder=tmp_path / "bundle")
+    assert reloaded.browse(0, 100) == live.browse(0, 100)
+    context = bundle.context_encoder.encode([Query("the cat", "home")])
+    assert reloaded.search(context, [10]) == live.search(context, [10])
+    assert reloaded.add(QuoteRecord("a mat"))[0] == 7
+    assert sorted(r.id for r in reloaded.search(context, [10])[0]) == [1, 2, 3, 4, 6, 7]
+    probabilities = [r.probability for r in reloaded.search(context, [10])[0]]
+    assert sum(probabilities) == pytest.approx(1.0) and probabilities == sorted(probabilities, reverse=True)
