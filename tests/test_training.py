@@ -14,6 +14,7 @@ from quoter.bundle import Bundle
 from quoter.datasets import QuoteDataset
 from quoter.encoders.configs import ContextEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
+from quoter.errors import QuoterError
 from quoter.languages import Language
 from quoter.methods import MethodOptions, build_ranker
 from quoter.metrics import rank_metrics, ranks_from_scores
@@ -181,3 +182,13 @@ def test_the_pipeline_writes_a_bundle_that_ranks_the_same_after_loading(tmp_path
 
 def bundle_texts(bundle: Bundle) -> list[str]:
     return [quote.text for quote in bundle.quotes]
+
+
+def test_without_stage_one_the_untrained_sememe_embeddings_are_left_out(tmp_path):
+    missing = str(tmp_path / "no-such-lexicon.txt")
+    encoders = build_encoders(
+        tiny_config(tmp_path, **{"joint.enabled": "false", "sememes.source": missing}), Language.EN
+    )
+    assert encoders.lexicon is None and encoders.quote.sememe_embeddings is None
+    with pytest.raises(QuoterError, match="no-such-lexicon"):  # with stage 1 on, the lexicon is read
+        build_encoders(tiny_config(tmp_path / "on", **{"sememes.source": missing}), Language.EN)

@@ -47,12 +47,14 @@ class Encoders:
 
 
 def build_encoders(config: TrainConfig, language: Language) -> Encoders:
-    """Both encoders from the same pretrained model (two copies: stage 1 trains them apart)."""
+    """Both encoders from the same pretrained model (two copies: stage 1 trains them apart). Sememes are
+    used only when stage 1 runs: it alone trains the quote encoder, so without it the randomly initialised
+    sememe embeddings would only add noise to the quote vectors (-SimTrain and BERT-Sim have none)."""
     name = config.model.name or default_model(language)
     sememes = config.sememes
     lexicon = None
     annotator = None
-    if sememes.source is not None and sememes.alpha > 0:
+    if sememes.source is not None and sememes.alpha > 0 and config.joint.enabled:
         lexicon = LexiconConfig(
             source=sememes.source,
             cedict=None if sememes.cedict is None else Path(sememes.cedict),
@@ -123,6 +125,8 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> Bundle:
     claim_folder(folder, config)
     pl.seed_everything(config.run.seed, workers=True, verbose=False)
     encoders = build_encoders(config, language)
+    if config.sememes.source is not None and config.sememes.alpha > 0 and not config.joint.enabled:
+        log("stage 1 is off, so the quote encoder is not trained: no sememes (their embeddings would stay random)")
     metrics = train_stages(config, encoders, data, folder, log)
     log("encoding the quote set with the final quote encoder")
     vectors = encoders.quote.encode(data.quotes)
