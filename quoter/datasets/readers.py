@@ -3,33 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 from quoter.datasets.dataset import QuoteDataset, Sample
 from quoter.datasets.splits import official_splits, read_splits_file
 from quoter.errors import InputError
+from quoter.text_lines import decoded_lines
 
 JSONL_SUFFIXES = (".jsonl", ".json")
-
-
-def _decoded_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Yield (1-based line number, text) with line ends removed; undecodable bytes are located by line."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError("data file not found", path=path) from None
-    except OSError as error:
-        raise InputError(f"cannot read data file: {error.strerror}", path=path) from None
-    lines = raw.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()  # the newline that ends the last line
-    for number, line in enumerate(lines, start=1):
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise InputError(f"bytes at column {error.start + 1} are not valid UTF-8", path=path, line=number) from None
-        yield number, text.removesuffix("\r")
 
 
 def _parse_tsv_line(text: str, path: Path, number: int) -> tuple[str, str, str]:
@@ -68,7 +49,7 @@ def read_samples(path: str | Path) -> tuple[list[str], list[Sample]]:
     parse = _parse_jsonl_line if path.suffix.lower() in JSONL_SUFFIXES else _parse_tsv_line
     quote_ids: dict[str, int] = {}
     samples: list[Sample] = []
-    for number, text in _decoded_lines(path):
+    for number, text in decoded_lines(path, "data file"):
         left, quote, right = parse(text, path, number)
         quote = quote.strip()
         if not quote:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from quoter.errors import InputError
 from quoter.ranking import Query
 from quoter.serving.live_quotes import ScoredQuote
 from quoter.serving.recommender import Recommender
+from quoter.text_lines import decoded_lines
 
 JSONL_SUFFIXES = (".jsonl", ".json")
 PARTIAL_SUFFIX = ".partial"
@@ -41,20 +42,6 @@ class BatchConfig:
     k: int = 10
     left_only: bool = False
     chunk: int = 64
-
-
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError("input file not found", path=path) from None
-    except OSError as error:
-        raise InputError(f"cannot read the input file: {error.strerror}", path=path) from None
-    for number, line in enumerate(raw.splitlines(), start=1):
-        try:
-            yield number, line.decode("utf-8").removesuffix("\r")
-        except UnicodeDecodeError as error:
-            raise InputError(f"bytes at column {error.start + 1} are not valid UTF-8", path=path, line=number) from None
 
 
 def _jsonl_context(text: str, path: Path, number: int) -> BatchContext:
@@ -86,7 +73,7 @@ def read_contexts(path: str | Path) -> list[BatchContext]:
     skipped."""
     path = Path(path)
     parse = _jsonl_context if path.suffix.lower() in JSONL_SUFFIXES else _tsv_context
-    contexts = [parse(text, path, number) for number, text in _lines(path) if text.strip()]
+    contexts = [parse(text, path, number) for number, text in decoded_lines(path, "input file") if text.strip()]
     if not contexts:
         raise InputError("the input file has no contexts", path=path)
     return contexts

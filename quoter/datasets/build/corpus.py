@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from itertools import chain, islice
 from pathlib import Path
 
-from quoter.datasets.build.quote_lists import decoded_lines
 from quoter.errors import InputError
+from quoter.text_lines import decoded_lines
 
 CORPUS_SUFFIX = ".txt"
 # The start marker sits within the first few hundred lines, after the licence "small print" of old files.

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from quoter.errors import InputError
+from quoter.text_lines import decoded_lines
 
 QUOTE_COLUMNS = ("quote", "source")
 # Fields an examples record may name its quote by: our own name, or the idiom dictionaries' one.
@@ -36,25 +36,6 @@ class ExampleSentence:
 def collapse_whitespace(text: str) -> str:
     """One space for every run of white space (tabs and newlines included), none at the ends."""
     return WHITESPACE.sub(" ", text).strip()
-
-
-def decoded_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Yield (1-based line number, text without line end) of a UTF-8 file; bad bytes are located by line."""
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        raise InputError("file not found", path=path) from None
-    except OSError as error:
-        raise InputError(f"cannot read file: {error.strerror}", path=path) from None
-    with handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as error:
-                raise InputError(
-                    f"bytes at column {error.start + 1} are not valid UTF-8", path=path, line=number
-                ) from None
-            yield number, text.rstrip("\r\n")
 
 
 def read_quote_list(path: Path) -> list[QuoteEntry]:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from quoter.datasets.build.quote_lists import collapse_whitespace, decoded_lines
+from quoter.datasets.build.quote_lists import collapse_whitespace
 from quoter.errors import InputError
+from quoter.text_lines import decoded_lines
 
 SOURCE_COLUMNS = ("file", "source")
 WORD_CHAR = re.compile(r"\w", re.ASCII)

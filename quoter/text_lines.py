@@ -1,0 +1,28 @@
+"""Reading UTF-8 text files line by line, with errors that name the file and line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from quoter.errors import InputError
+
+
+def decoded_lines(path: Path, kind: str = "file") -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, text without its line end) of a UTF-8 file, streamed; a byte-order mark
+    is dropped, undecodable bytes are located by line. `kind` names the file in errors ("data file")."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise InputError(f"{kind} not found", path=path) from None
+    except OSError as error:
+        raise InputError(f"cannot read {kind}: {error.strerror}", path=path) from None
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as error:
+                raise InputError(
+                    f"bytes at column {error.start + 1} are not valid UTF-8", path=path, line=number
+                ) from None
+            yield number, text.rstrip("\r\n")
