@@ -101,6 +101,18 @@ def test_negatives_come_only_from_train_quotes(tmp_path):
     np.testing.assert_array_equal(module.train_quote_vectors.numpy(), vectors[kept])
 
 
+def test_hard_negatives_are_the_quotes_nearest_the_gold_quote_in_the_mined_vectors():
+    pool = np.array([0, 2, 3, 5, 7, 8])  # train quote ids
+    positions = np.array([0.0, 1.0, 2.0, 10.0, 11.0, 30.0])  # quotes on a line; near in position = near in vector
+    vectors = np.stack([np.cos(positions / 20), np.sin(positions / 20)], axis=1)
+    sampler = NegativeSampler(pool, NegativeConfig(count=2, hard=2, hard_pool=2), seed=0)
+    sampler.mine(vectors, epoch=0)
+    negatives = sampler.sample([0, 1, 2], [0, 5, 8], epoch=0)
+    assert [sorted(row) for row in negatives.tolist()] == [[2, 3], [3, 7], [5, 7]]
+    with pytest.raises(RuntimeError, match="epoch 1"):  # mined again each epoch, never silently stale
+        sampler.sample([0], [0], epoch=1)
+
+
 def test_in_batch_sampler_never_repeats_a_quote_in_a_batch():
     quote_ids = [0] * 9 + [1] * 5 + list(range(2, 30))
     batches = shuffled_batches(quote_ids, batch_size=8, seed=3, epoch=1, distinct=True)
