@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from quoter.bundle import QuoteRecord
-from quoter.errors import InputError
+from quoter.errors import InputError, QuoterError
 from quoter.ranking import Query
 from quoter.serving.index_config import IndexConfig, IndexKind
 from quoter.serving.live_quotes import LiveQuotes, UnknownQuoteError
@@ -74,6 +74,28 @@ def test_ivf_is_approximate_but_close_and_supports_changes():
     index.remove(np.arange(10))
     index.add(np.array([9999]), queries[0] * 100)
     assert index.search(queries[:1], 1)[1][0, 0] == 9999
+
+
+def clustered_unit_vectors(rows: int, dim: int = 32, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((50, dim))[rng.integers(0, 50, rows)] + 0.7 * rng.standard_normal((rows, dim))
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_ivf_estimates_the_softmax_normaliser_from_its_head_and_a_sample():
+    vectors = clustered_unit_vectors(20000)
+    queries = 10 * clustered_unit_vectors(60, seed=1)  # scores spread like a trained model's
+    ids = np.arange(20000)
+    _, _, exact = QuoteIndex(ids, vectors).search(queries, 10)
+    config = IndexConfig(kind=IndexKind.IVF, nprobe=16, normalizer_head=100, normalizer_sample=4000)
+    _, _, estimated = QuoteIndex(ids, vectors, config).search(queries, 10)
+    error = estimated - exact  # in log space: 0.1 is a probability 10% off
+    assert np.abs(error).max() < 0.2 and np.percentile(np.abs(error), 90) < 0.1 and abs(error.mean()) < 0.02
+    # A quote set no larger than the sample gets the exact normaliser.
+    small = IndexConfig(kind=IndexKind.IVF, nprobe=1, normalizer_head=100, normalizer_sample=20000)
+    np.testing.assert_allclose(QuoteIndex(ids, vectors, small).search(queries, 10)[2], exact, rtol=1e-6)
+    with pytest.raises(QuoterError, match="smaller than its sample"):
+        IndexConfig(normalizer_head=100, normalizer_sample=100)
 
 
 @pytest.mark.parametrize("kind", list(IndexKind))

@@ -1,8 +1,8 @@
 """Quote vectors in faiss, searched by inner product: exact by default, or approximate (IVF) by setting.
 
 Every vector carries its quote's id, so ids stay stable while quotes are added and removed. A copy of
-the vectors is kept beside faiss as well: the softmax over the full quote set needs every score, not only
-the top k that faiss returns.
+the vectors is kept beside faiss as well, for the softmax normaliser over the full quote set: computed
+from every score with the exact index, estimated from a fixed sample of quotes with IVF (IndexConfig).
 """
 
 from __future__ import annotations
@@ -77,6 +77,18 @@ class QuoteIndex:
         self._cpu = built
         self._gpu_resources = faiss.StandardGpuResources() if config.gpu and gpu_available() else None
         self._search_index = self._for_search()
+        self._sample_rows = self._draw_sample()
+
+    def _exact_normalizer(self) -> bool:
+        return self.config.kind is IndexKind.EXACT or len(self._ids) <= self.config.normalizer_sample
+
+    def _draw_sample(self) -> np.ndarray:
+        """Rows of the quotes that stand for all others in the IVF normaliser, drawn again after each change
+        (seeded, so that the same quote set gives the same probabilities)."""
+        if self._exact_normalizer():
+            return np.zeros(0, dtype=np.int64)
+        rng = np.random.default_rng(len(self._ids))
+        return np.sort(rng.choice(len(self._ids), self.config.normalizer_sample, replace=False))
 
     def _for_search(self) -> faiss.Index:
         """The CPU index, or a copy of it on the GPU (faiss cannot remove ids from GPU indexes, so the
@@ -104,6 +116,7 @@ class QuoteIndex:
             self._ids = np.concatenate([self._ids, ids])
             self._vectors = np.concatenate([self._vectors, vectors])
             self._search_index = self._for_search()
+            self._sample_rows = self._draw_sample()
 
     def remove(self, ids: np.ndarray) -> int:
         """Remove vectors by id; return how many were indexed."""
@@ -114,22 +127,45 @@ class QuoteIndex:
             self._ids = self._ids[keep]
             self._vectors = self._vectors[keep]
             self._search_index = self._for_search()
+            self._sample_rows = self._draw_sample()
             return removed
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The top `k` quotes of each query, best first: (scores, ids) of shape (queries, k') with
-        k' = min(k, quotes), and the log of each query's softmax normaliser over ALL quotes (queries,).
-        An approximate index may find fewer than k' quotes; the missing places have id -1."""
+        k' = min(k, quotes), and the log of each query's softmax normaliser over ALL quotes (queries,), an
+        estimate with IVF (see IndexConfig). An approximate index may find fewer than k' quotes; the missing
+        places have id -1."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         with self._lock:
             k = min(k, len(self._ids))
             if k == 0:
                 empty = np.zeros((len(queries), 0))
                 return empty.astype(np.float32), empty.astype(np.int64), np.full(len(queries), -np.inf)
-            scores, ids = self._search_index.search(queries, k)
-            # torch, not numpy: its thread count is the one the server sets (numpy's BLAS takes every core).
-            full = torch.from_numpy(queries) @ torch.from_numpy(self._vectors).T
-        return scores, ids, torch.logsumexp(full.double(), dim=1).numpy()
+            if self._exact_normalizer():
+                scores, ids = self._search_index.search(queries, k)
+                # torch, not numpy: its thread count is the one the server sets (numpy's BLAS takes every core).
+                full = torch.from_numpy(queries) @ torch.from_numpy(self._vectors).T
+                return scores, ids, torch.logsumexp(full.double(), dim=1).numpy()
+            head = min(max(k, self.config.normalizer_head), len(self._ids))
+            scores, ids = self._search_index.search(queries, head)
+            log_normalizers = self._estimated_log_normalizers(queries, scores, ids)
+        return scores[:, :k], ids[:, :k], log_normalizers
+
+    def _estimated_log_normalizers(
+        self, queries: np.ndarray, head_scores: np.ndarray, head_ids: np.ndarray
+    ) -> np.ndarray:
+        """log sum exp(score) over all quotes: the found head exactly, plus the other quotes' sum estimated
+        as their number times the mean exp(score) of the sampled quotes that are not in the head."""
+        sample_ids = self._ids[self._sample_rows]
+        sample_scores = (torch.from_numpy(queries) @ torch.from_numpy(self._vectors[self._sample_rows]).T).double()
+        found = head_ids >= 0
+        in_head = torch.from_numpy(np.stack([np.isin(sample_ids, row[row >= 0]) for row in head_ids]))
+        others = (~in_head).sum(dim=1)
+        rest_mean = torch.logsumexp(sample_scores.masked_fill(in_head, -np.inf), dim=1) - torch.log(others.double())
+        rest_count = torch.from_numpy(len(self._ids) - found.sum(axis=1)).double()
+        head = torch.from_numpy(np.where(found, head_scores, -np.inf)).double()
+        rest = torch.where(rest_count > 0, rest_mean + torch.log(rest_count), torch.full_like(rest_mean, -np.inf))
+        return torch.logaddexp(torch.logsumexp(head, dim=1), rest).numpy()
 
     def save(self, path: Path) -> None:
         """Write the CPU index to `path` (faiss format). Writing it atomically is the caller's part."""
