@@ -70,6 +70,13 @@ def test_ivf_is_approximate_but_close_and_supports_changes():
     assert recall_at_k(vectors, queries, IndexConfig(kind=IndexKind.IVF, nprobe=102), k=10) == 1.0
     few = recall_at_k(vectors, queries, IndexConfig(kind=IndexKind.IVF, nprobe=1), k=10)
     assert 0.0 < few < 1.0
+    index = QuoteIndex(np.arange(4000), vectors, IndexConfig(kind=IndexKind.IVF, nprobe=1))
+    index.set_nprobe(102)  # every cluster: as exact as exact search
+    np.testing.assert_array_equal(
+        index.search(queries, 10)[1], QuoteIndex(np.arange(4000), vectors).search(queries, 10)[1]
+    )
+    with pytest.raises(QuoterError, match="IVF"):
+        QuoteIndex(np.arange(4000), vectors).set_nprobe(4)
     index = QuoteIndex(np.arange(4000), vectors, IndexConfig(kind=IndexKind.IVF, nprobe=102))
     index.remove(np.arange(10))
     index.add(np.array([9999]), queries[0] * 100)

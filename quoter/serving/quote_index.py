@@ -105,6 +105,15 @@ class QuoteIndex:
         """Whether searches run on a GPU."""
         return self._search_index is not self._cpu
 
+    def set_nprobe(self, nprobe: int) -> None:
+        """Search this many IVF clusters per query from now on (more: better recall, slower)."""
+        ivf = faiss.try_extract_index_ivf(self._cpu)
+        if ivf is None:
+            raise QuoterError("nprobe applies to an approximate (IVF) index only")
+        with self._lock:
+            ivf.nprobe = nprobe
+            self._search_index = self._for_search()
+
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         """Index more vectors under new ids."""
         ids = np.asarray(ids, dtype=np.int64)
