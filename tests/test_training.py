@@ -111,6 +111,11 @@ def test_hard_negatives_are_the_quotes_nearest_the_gold_quote_in_the_mined_vecto
     assert [sorted(row) for row in negatives.tolist()] == [[2, 3], [3, 7], [5, 7]]
     with pytest.raises(RuntimeError, match="epoch 1"):  # mined again each epoch, never silently stale
         sampler.sample([0], [0], epoch=1)
+    # A batch with as many other quotes as negatives still leaves the hard negatives their places.
+    both = NegativeSampler(pool, NegativeConfig(count=3, in_batch=True, hard=2, hard_pool=2), seed=0)
+    both.mine(vectors, epoch=0)
+    first = both.sample([0, 1, 2, 3], [0, 5, 7, 8], epoch=0)[0].tolist()
+    assert first[0] in {5, 7, 8} and sorted(first[1:]) == [2, 3]
 
 
 def test_in_batch_sampler_never_repeats_a_quote_in_a_batch():

@@ -75,9 +75,9 @@ class SememeConfig:
 @dataclass(frozen=True)
 class NegativeConfig:
     """Stage 1's negatives per context, all from quotes of the train split: `count` in all (the paper's N,
-    19); with in_batch, the other contexts' gold quotes come first (batches then never hold one quote
-    twice); then `hard` of the `hard_pool` quotes nearest the gold quote by the current quote vectors
-    (mined again every epoch); random quotes fill the rest."""
+    19); with in_batch, the other contexts' gold quotes come first, up to count - hard of them (batches
+    then never hold one quote twice); then `hard` of the `hard_pool` quotes nearest the gold quote by the
+    current quote vectors (mined again every epoch); random quotes fill the rest."""
 
     count: int = 19
     in_batch: bool = False

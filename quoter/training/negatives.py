@@ -1,7 +1,8 @@
 """Stage 1's negative quotes for each context, drawn only from quotes of the train split.
 
-In order: the other gold quotes of the batch (in-batch negatives), then hard negatives (quotes nearest the
-gold quote by the current quote vectors, mined again each epoch), then random quotes. The random draws of a
+In order: the other gold quotes of the batch (in-batch negatives, at most count - hard of them), then hard
+negatives (quotes nearest the gold quote by the current quote vectors, mined again each epoch), then random
+quotes. The random draws of a
 sample are a function of (seed, epoch, sample index), so a resumed run draws exactly what an uninterrupted
 one would."""
 
@@ -69,8 +70,9 @@ class NegativeSampler:
                     chosen.append(quote)
                     taken.add(quote)
 
+        # In-batch negatives leave the hard ones their places: a batch often has `count` other quotes.
         if self.config.in_batch:
-            take([int(q) for q in batch_golds], count)
+            take([int(q) for q in batch_golds], count - self.config.hard)
         if self.config.hard:
             near = self.hard_table[self._row_of[gold]]
             take(rng.permutation(near).tolist(), min(count, len(chosen) + self.config.hard))
