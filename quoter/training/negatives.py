@@ -2,9 +2,8 @@
 
 In order: the other gold quotes of the batch (in-batch negatives, at most count - hard of them), then hard
 negatives (quotes nearest the gold quote by the current quote vectors, mined again each epoch), then random
-quotes. The random draws of a
-sample are a function of (seed, epoch, sample index), so a resumed run draws exactly what an uninterrupted
-one would."""
+quotes. The random draws of a sample are a function of (seed, epoch, sample index), so a resumed run draws
+exactly what an uninterrupted one would."""
 
 from __future__ import annotations
 
