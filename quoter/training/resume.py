@@ -60,7 +60,9 @@ class ResumeCheckpoints(pl.Callback):
         """Write last.ckpt through a temporary file, so a kill while writing leaves the previous one."""
         self.folder.mkdir(parents=True, exist_ok=True)
         temporary = self.folder / f".{LAST_CHECKPOINT}.tmp"
-        trainer.save_checkpoint(temporary)
+        # The full state (optimizer, loops, callbacks) is what makes resumption exact; saying so also
+        # keeps Lightning from logging its default at every save.
+        trainer.save_checkpoint(temporary, weights_only=False)
         if trainer.is_global_zero:
             os.replace(temporary, self.folder / LAST_CHECKPOINT)
         self._last_saved_step = trainer.global_step
