@@ -4,10 +4,12 @@ Training writes a bundle; evaluation, batch recommendation and the server load o
 pickled: the encoders are transformers folders (safetensors), the quotes JSON lines, the vectors a
 safetensors file, and the settings JSON.
 
-    bundle.json                   format, version, language, context settings, lexicon reference, info
+    bundle.json                   format, version, language, context settings (length, pooling, gap marker),
+                                  lexicon reference, info
     context_encoder/              the context encoder's model and tokenizer
-    quote_encoder/                the quote encoder (QuoteEncoder.save: model, tokenizer, sememe embeddings)
-    quotes.jsonl                  {"quote": ..., "source": ...}, one per line; a quote's id is its line number
+    quote_encoder/                the quote encoder (QuoteEncoder.save: model, tokenizer, sememe embeddings,
+                                  pooling and gloss settings)
+    quotes.jsonl                  {"quote", "source"[, "gloss"]}, one per line; a quote's id is its line number
     quote_vectors.safetensors     {"vectors": float32 (quotes, hidden)}, encoded by the quote encoder
 """
 
@@ -24,9 +26,10 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from quoter.atomic_files import write_folder_atomic
-from quoter.encoders.configs import ContextEncoderConfig, ContextPooling, QuoteEncoderConfig
+from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
-from quoter.encoders.model_sources import default_model, load_pretrained
+from quoter.encoders.model_sources import default_model, load_pretrained, native_pooling
+from quoter.encoders.pooling import GapMarker, Pooling, PoolingChoice, choose_pooling
 from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.encoders.ranker import EncoderRanker
 from quoter.errors import InputError
@@ -71,7 +74,7 @@ class Bundle:
             self.context_encoder.model.save_pretrained(target / CONTEXT_FOLDER)
             self.context_encoder.tokenizer.save_pretrained(target / CONTEXT_FOLDER)
             self.quote_encoder.save(target / QUOTE_FOLDER)
-            lines = (json.dumps({"quote": q.text, "source": q.source}, ensure_ascii=False) for q in self.quotes)
+            lines = (json.dumps(q.to_json(), ensure_ascii=False) for q in self.quotes)
             (target / QUOTES_FILE).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
             vectors = torch.from_numpy(np.ascontiguousarray(self.quote_vectors, dtype=np.float32))
             save_file({"vectors": vectors}, str(target / VECTORS_FILE))
@@ -81,7 +84,8 @@ class Bundle:
                 "language": self.language.value,
                 "context_encoder": {
                     "max_length": self.context_encoder.config.max_length,
-                    "pooling": self.context_encoder.config.pooling.value,
+                    "pooling": self.context_encoder.config.pooling.to_json(),
+                    "gap": self.context_encoder.config.gap.value,
                 },
                 "lexicon": None if self.lexicon is None else _lexicon_to_json(self.lexicon),
                 "info": self.info,
@@ -97,8 +101,11 @@ class Bundle:
         settings = _read_settings(folder / SETTINGS_FILE)
         language = Language(settings["language"])
         context_settings = settings["context_encoder"]
+        # Bundles saved before pooling was a part name only the mode (and always had the mask token in the gap).
         context_config = ContextEncoderConfig(
-            max_length=int(context_settings["max_length"]), pooling=ContextPooling(context_settings["pooling"])
+            max_length=int(context_settings["max_length"]),
+            pooling=Pooling.from_json(context_settings["pooling"]),
+            gap=GapMarker(context_settings.get("gap", GapMarker.MASK.value)),
         )
         model, tokenizer = load_pretrained(str(folder / CONTEXT_FOLDER))
         lexicon = None if settings["lexicon"] is None else _lexicon_from_json(settings["lexicon"])
@@ -119,20 +126,23 @@ class Bundle:
         language: Language,
         quotes: Sequence[QuoteRecord],
         model: str | None = None,
-        context: ContextEncoderConfig = ContextEncoderConfig(),
-        quote: QuoteEncoderConfig = QuoteEncoderConfig(),
+        pooling: PoolingChoice = PoolingChoice.NATIVE,
+        gloss: bool = False,
+        gap: GapMarker | None = None,
         batch_size: int = 32,
     ) -> Bundle:
         """An untrained bundle: one pretrained model (the language's default unless named) for both encoders,
-        without sememes, its quote vectors encoded now."""
+        read with its native pooling unless another is chosen (`gap` overrides its gap marker), without
+        sememes; quote vectors encoded now (with the quotes' glosses when `gloss`)."""
         name = model or default_model(language)
         pretrained, tokenizer = load_pretrained(name)
-        quote_encoder = QuoteEncoder(pretrained, tokenizer, quote)
-        vectors = quote_encoder.encode([q.text for q in quotes], batch_size)
+        chosen = choose_pooling(pooling, native_pooling(name))
+        context_config = ContextEncoderConfig(pooling=chosen.context, gap=gap or chosen.gap)
+        context = ContextEncoder(pretrained, tokenizer, context_config)
+        quote_encoder = QuoteEncoder(pretrained, tokenizer, QuoteEncoderConfig(pooling=chosen.quote, gloss=gloss))
+        vectors = quote_encoder.encode_records(quotes, batch_size)
         info = {"model": name, "trained": False}
-        return cls(
-            language, ContextEncoder(pretrained, tokenizer, context), quote_encoder, list(quotes), vectors, info=info
-        )
+        return cls(language, context, quote_encoder, list(quotes), vectors, info=info)
 
 
 def read_quote_records(path: Path) -> list[QuoteRecord]:
@@ -144,8 +154,7 @@ def read_quote_records(path: Path) -> list[QuoteRecord]:
         raise InputError("not a Quoter bundle (quotes file missing)", path=path) from None
     for number, line in enumerate(lines, start=1):
         try:
-            record = json.loads(line)
-            records.append(QuoteRecord(str(record["quote"]), str(record.get("source", ""))))
+            records.append(QuoteRecord.from_json(json.loads(line)))
         except (json.JSONDecodeError, KeyError, TypeError):
             raise InputError('expected {"quote": ..., "source": ...}', path=path, line=number) from None
     return records

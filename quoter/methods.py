@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from quoter.baselines import BM25Ranker, CRMRanker, LexicalConfig
 from quoter.baselines.crm import Aggregate
 from quoter.datasets import QuoteDataset
-from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
+from quoter.encoders.pooling import GapMarker, PoolingChoice
 from quoter.errors import QuoterError
 from quoter.languages import Language
 from quoter.ranking import Ranker
@@ -22,8 +22,9 @@ class MethodOptions:
     crm_aggregate: Aggregate = Aggregate.MAX
     lexical: LexicalConfig = LexicalConfig()
     model: str | None = None  # encoder: Hugging Face name, local folder or offline:*; None: the language's default
-    context: ContextEncoderConfig = ContextEncoderConfig()
-    quote: QuoteEncoderConfig = QuoteEncoderConfig()
+    pooling: PoolingChoice = PoolingChoice.NATIVE  # encoder: the model's native pooling, or a named one
+    gap: GapMarker | None = None  # encoder with mean pooling: what stands in the gap; None: the model's choice
+    gloss: bool = False  # encoder: quotes are read with their glosses
     encode_batch_size: int = 32
     bundle: str | None = None  # bundle: the folder of a trained (or zero-shot) bundle
 
@@ -38,16 +39,19 @@ def _crm(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
 
 def _encoder(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
     # Imported here: torch and transformers take seconds to import, which every other command would pay.
-    from quoter.encoders.context_encoder import ContextEncoder
-    from quoter.encoders.model_sources import default_model, load_pretrained
-    from quoter.encoders.quote_encoder import QuoteEncoder
-    from quoter.encoders.ranker import EncoderRanker
+    from quoter.bundle import Bundle
 
     # Zero-shot: one pretrained model serves both encoders, without sememes (untrained sememe embeddings are noise).
-    model, tokenizer = load_pretrained(options.model or default_model(options.lang))
-    contexts = ContextEncoder(model, tokenizer, options.context)
-    quotes = QuoteEncoder(model, tokenizer, options.quote)
-    return EncoderRanker.build(contexts, quotes, dataset.quotes, options.encode_batch_size)
+    bundle = Bundle.zero_shot(
+        options.lang,
+        dataset.quote_records(),
+        options.model,
+        options.pooling,
+        options.gloss,
+        options.gap,
+        options.encode_batch_size,
+    )
+    return bundle.ranker(options.encode_batch_size)
 
 
 def _bundle(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
@@ -62,7 +66,8 @@ def _bundle(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
     # Ranks are over the dataset's quote set in its order: reuse the bundle's vector of each quote it knows
     # and encode the others with its quote encoder.
     row_of = {quote.text: row for row, quote in enumerate(bundle.quotes)}
-    missing = [quote for quote in dataset.quotes if quote not in row_of]
+    records = dataset.quote_records()
+    missing = [record for record in records if record.text not in row_of]
     vectors = np.zeros((len(dataset.quotes), bundle.quote_vectors.shape[1]), dtype=np.float32)
     known = [(index, row_of[quote]) for index, quote in enumerate(dataset.quotes) if quote in row_of]
     if known:
@@ -70,7 +75,7 @@ def _bundle(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
         vectors[list(indices)] = bundle.quote_vectors[list(rows)]
     if missing:
         new_rows = [index for index, quote in enumerate(dataset.quotes) if quote not in row_of]
-        vectors[new_rows] = bundle.quote_encoder.encode(missing, options.encode_batch_size)
+        vectors[new_rows] = bundle.quote_encoder.encode_records(missing, options.encode_batch_size)
     return EncoderRanker(bundle.context_encoder, vectors, options.encode_batch_size)
 
 

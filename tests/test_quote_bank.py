@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -95,8 +97,8 @@ def test_header_and_blank_lines_are_skipped(tmp_path):
 @pytest.mark.parametrize(
     ("content", "line", "message"),
     [
-        ("quote\tsource\nKnow thyself.\tDelphi\nno source here\n", 3, "expected 2 tab-separated fields"),
-        ("Know thyself.\tDelphi\nA\tB\tC\n", 2, "found 3"),
+        ("quote\tsource\nKnow thyself.\tDelphi\nno source here\n", 3, "expected 2 or 3 tab-separated fields"),
+        ("Know thyself.\tDelphi\nA\tB\tC\tD\n", 2, "found 4"),
         ("Know thyself.\t \n", 1, "empty source"),
         ("\tDelphi\n", 1, "empty quote"),
         ("Know thyself.\tDelphi\nKnow thyself.\tSocrates\n", 2, "duplicate quote, first on line 1"),
@@ -119,3 +121,28 @@ def test_file_that_is_not_utf8_names_the_file(tmp_path):
     with pytest.raises(InputError, match="not UTF-8") as caught:
         read_quote_bank_file(path)
     assert caught.value.path == str(path)
+
+
+def test_a_quote_list_may_carry_glosses_and_the_modern_bank_has_them(tmp_path):
+    path = tmp_path / "quotes.tsv"
+    path.write_text(
+        "quote\tsource\tgloss\n守株待兔\t韩非子\t比喻死守经验，不知变通。\n学而时习之\t\t\n", encoding="utf-8"
+    )
+    assert read_quote_bank_file(path, require_source=False) == [
+        QuoteRecord("守株待兔", "韩非子", "比喻死守经验，不知变通。"),
+        QuoteRecord("学而时习之"),
+    ]
+    with pytest.raises(InputError, match="quotes.tsv:3 \\(field 'source'\\): empty source"):
+        read_quote_bank_file(path)
+    glossed = {quote.text: quote.gloss for quote in load_quote_bank(Language.ZH) if quote.gloss}
+    assert len(glossed) >= 300 and "买椟还珠" in glossed
+
+
+@pytest.mark.parametrize("language", list(Language), ids=lambda language: language.value)
+def test_the_writers_check_has_30_distinct_bank_quotes_per_language(language):
+    path = Path(__file__).parent / "data" / "writers_check" / f"{language.value}.jsonl"
+    checks = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    bank = {quote.text for quote in load_quote_bank(language)}
+    assert all(set(check) == {"left", "right", "quote"} and check["left"].strip() for check in checks)
+    intended = [check["quote"] for check in checks]
+    assert len(set(intended)) == len(intended) >= 30 and set(intended) <= bank

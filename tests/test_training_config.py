@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from quoter.encoders.configs import ContextPooling
+from quoter.encoders.pooling import PoolingChoice
 from quoter.errors import QuoterError
 from quoter.training.config import load_config, parse_assignments
 from tests.training_fixtures import write_dataset, write_model
@@ -23,7 +23,7 @@ def test_yaml_and_overrides_set_typed_values(tmp_path):
     path.write_text("joint:\n  epochs: 4\n  lr: 5e-5\nmodel:\n  pooling: cls\n", encoding="utf-8")
     config = load_config(path, {"joint.epochs": "2", "negatives.in_batch": "true"}, {"data.path": "no"})
     assert config.joint.epochs == 2 and config.joint.lr == 5e-5 and config.negatives.in_batch is True
-    assert config.model.pooling is ContextPooling.CLS and config.data.path == "no"
+    assert config.model.pooling is PoolingChoice.CLS and config.data.path == "no"
     assert config.retrain.epochs == 3  # untouched settings keep their one default
 
 
@@ -33,7 +33,7 @@ def test_yaml_and_overrides_set_typed_values(tmp_path):
         ({"joint.epoch": "2"}, "joint.epoch: unknown setting; known in this section: enabled, epochs"),
         ({"joint.epochs": "two"}, "joint.epochs: expected an integer, got 'two'"),
         ({"negatives.count": "0"}, "negatives.count: must be at least 1, got 0"),
-        ({"model.pooling": "mean"}, "model.pooling: expected one of mask, cls, got 'mean'"),
+        ({"model.pooling": "max"}, "model.pooling: expected one of native, mask, cls, mean, got 'max'"),
         ({"joint.enabled": "false", "retrain.enabled": "false"}, "at least one training stage must be enabled"),
         ({"joint.epochs.x": "1"}, "joint.epochs: expected an integer, got {'x': 1}"),
     ],

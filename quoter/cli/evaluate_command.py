@@ -15,15 +15,16 @@ from quoter.atomic_files import write_json_atomic
 from quoter.baselines.crm import Aggregate
 from quoter.cli.options import PartOption, SplitsOption
 from quoter.datasets import load_dataset
-from quoter.encoders.configs import ContextEncoderConfig, ContextPooling
 from quoter.encoders.model_sources import DEFAULT_MODELS, OFFLINE_MODELS, OFFLINE_PREFIX
+from quoter.encoders.pooling import GapMarker, PoolingChoice
 from quoter.errors import QuoterError
 from quoter.evaluation import evaluate, render_report
+from quoter.evaluation.candidates import read_candidates
 from quoter.languages import Language, choose_language
 from quoter.methods import METHODS, MethodOptions, build_ranker
 
 EXAMPLE_DATA = resources.files("quoter") / "examples" / "proverbs.tsv"
-DEFAULT_CONTEXT = ContextEncoderConfig()
+DEFAULT_OPTIONS = MethodOptions()
 
 
 class Split(str, Enum):
@@ -60,9 +61,32 @@ def evaluate_command(
         ),
     ] = None,
     context_pooling: Annotated[
-        ContextPooling,
-        typer.Option(help="encoder: context vector from the [MASK] at the gap, or from [CLS] (BERT-Sim)."),
-    ] = DEFAULT_CONTEXT.pooling,
+        PoolingChoice,
+        typer.Option(
+            help="encoder: the model's native pooling (mean and cosine for the offline models), the paper's "
+            "(context at the [MASK] in the gap, quote at [CLS]), BERT-Sim's [CLS], or mean pooling."
+        ),
+    ] = DEFAULT_OPTIONS.pooling,
+    gap: Annotated[
+        Optional[GapMarker],
+        typer.Option(
+            help="encoder, mean pooling: what stands in the gap (mask token, '___', nothing). Default: the model's."
+        ),
+    ] = None,
+    glosses: Annotated[
+        Optional[Path],
+        typer.Option(help="Quote list quote<TAB>source<TAB>gloss giving the data file's quotes their glosses."),
+    ] = None,
+    gloss: Annotated[
+        bool, typer.Option("--gloss/--no-gloss", help="encoder: read each quote with its gloss (see --glosses).")
+    ] = DEFAULT_OPTIONS.gloss,
+    candidates: Annotated[
+        Optional[Path],
+        typer.Option(
+            help='Multiple choice as well: JSON lines {"line": N, "candidates": [quote, ...]} (N: 0-based line of '
+            "the data file); reports how often the gold quote beats the other candidates."
+        ),
+    ] = None,
     bundle: Annotated[
         Optional[Path], typer.Option(help="bundle: folder of a bundle written by `quoter train`.")
     ] = None,
@@ -75,8 +99,9 @@ def evaluate_command(
     if data is None:
         data = Path(str(EXAMPLE_DATA))
         typer.echo(f"no --data given: using the built-in example set {data}", err=True)
-    dataset = load_dataset(data, splits=splits, part=part)
+    dataset = load_dataset(data, splits=splits, part=part, glosses=glosses)
     language, reason = choose_language(lang, part, dataset.text_sample())
+    choices = None if candidates is None else read_candidates(candidates, dataset)
     typer.echo(
         f"{data}: {len(dataset.samples):,} samples, {len(dataset.quotes):,} quotes; "
         f"splits from {dataset.splits_source}; language {language.value} ({reason})",
@@ -87,13 +112,22 @@ def evaluate_command(
         lang=language,
         crm_aggregate=crm_aggregate,
         model=model,
-        context=ContextEncoderConfig(pooling=context_pooling),
+        pooling=context_pooling,
+        gap=gap,
+        gloss=gloss,
         bundle=None if bundle is None else str(bundle),
     )
     ranker = build_ranker(method, dataset, options)
     built = time.perf_counter()
     report = evaluate(
-        ranker, dataset, split.value, method, left_only=left_only, batch_size=batch_size, progress=sys.stderr.isatty()
+        ranker,
+        dataset,
+        split.value,
+        method,
+        left_only=left_only,
+        batch_size=batch_size,
+        progress=sys.stderr.isatty(),
+        candidates=choices,
     )
     finished = time.perf_counter()
     typer.echo(render_report(report))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from quoter.errors import InputError
+from quoter.quote_record import QuoteRecord
 
 SPLIT_NAMES = ("train", "valid", "test")
 
@@ -27,7 +28,8 @@ class QuoteDataset:
     """Samples of one file, its quote set (every distinct quote, in order of first appearance) and splits.
 
     `splits` maps a split name to a half-open range [start, end) of sample indices, or is None when
-    the file came without split information.
+    the file came without split information. `details` gives quotes their sources and glosses (from a
+    quote list given beside the data file); quotes it lacks have neither.
     """
 
     path: Path
@@ -35,6 +37,11 @@ class QuoteDataset:
     samples: list[Sample]
     splits: dict[str, tuple[int, int]] | None = None
     splits_source: str | None = None
+    details: dict[str, QuoteRecord] = field(default_factory=dict)
+
+    def quote_records(self) -> list[QuoteRecord]:
+        """The quote set as records, in id order, with the sources and glosses `details` knows."""
+        return [self.details.get(quote, QuoteRecord(quote)) for quote in self.quotes]
 
     def split(self, name: str) -> list[Sample]:
         """The samples of split `name` ('train', 'valid' or 'test')."""

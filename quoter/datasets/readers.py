@@ -8,6 +8,7 @@ from pathlib import Path
 from quoter.datasets.dataset import QuoteDataset, Sample
 from quoter.datasets.splits import official_splits, read_splits_file
 from quoter.errors import InputError
+from quoter.quote_bank import read_quote_bank_file
 from quoter.text_lines import decoded_lines
 
 JSONL_SUFFIXES = (".jsonl", ".json")
@@ -70,21 +71,25 @@ def sidecar_splits_path(path: str | Path) -> Path | None:
     return None
 
 
-def load_dataset(path: str | Path, splits: str | Path | None = None, part: str | None = None) -> QuoteDataset:
+def load_dataset(
+    path: str | Path, splits: str | Path | None = None, part: str | None = None, glosses: str | Path | None = None
+) -> QuoteDataset:
     """Load a dataset with its splits from a splits JSON, an official part name, or a sidecar file.
 
     With neither `splits` nor `part`, a sidecar splits file is used if there is one; otherwise the
-    dataset has no splits (enough for statistics of the whole file).
+    dataset has no splits (enough for statistics of the whole file). `glosses` names a quote list
+    (`quote<TAB>source[<TAB>gloss]`) that gives the dataset's quotes their sources and glosses.
     """
     if splits is not None and part is not None:
         raise InputError("give either a splits JSON or an official part name, not both")
     path = Path(path)
     quotes, samples = read_samples(path)
+    details = {} if glosses is None else {r.text: r for r in read_quote_bank_file(glosses, require_source=False)}
+    dataset = QuoteDataset(path=path, quotes=quotes, samples=samples, details=details)
     if part is not None:
-        ranges, source = official_splits(part, len(samples), path), f"official part '{part}'"
+        dataset.splits, dataset.splits_source = official_splits(part, len(samples), path), f"official part '{part}'"
     else:
         splits_path = Path(splits) if splits is not None else sidecar_splits_path(path)
-        if splits_path is None:
-            return QuoteDataset(path=path, quotes=quotes, samples=samples)
-        ranges, source = read_splits_file(splits_path, len(samples)), str(splits_path)
-    return QuoteDataset(path=path, quotes=quotes, samples=samples, splits=ranges, splits_source=source)
+        if splits_path is not None:
+            dataset.splits, dataset.splits_source = read_splits_file(splits_path, len(samples)), str(splits_path)
+    return dataset

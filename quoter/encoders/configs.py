@@ -1,42 +1,47 @@
-"""Settings of the encoders, kept free of torch and transformers so that reading them (the command line's
-defaults, for one) stays fast."""
+"""Settings of the encoders, kept free of transformers so that reading them (the command line's defaults, for
+one) stays light."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
+from quoter.encoders.pooling import PAPER_POOLING, GapMarker, Pooling, PoolingMode
 from quoter.errors import QuoterError
 
 SPECIAL_TOKENS_PER_CONTEXT = 3
 
 
-class ContextPooling(str, Enum):
-    """Which hidden state represents a context."""
-
-    MASK = "mask"
-    CLS = "cls"
-
-
 @dataclass(frozen=True)
 class ContextEncoderConfig:
-    """max_length: tokens per context, special tokens included; pooling: the [MASK] or the [CLS] state."""
+    """max_length: tokens per context, special tokens included; pooling: [MASK] (the paper), [CLS] (BERT-Sim:
+    `[CLS] left [SEP] right [SEP]`) or mean over `[CLS] left GAP right [SEP]`, where `gap` says what
+    stands in the gap (with [MASK] pooling it is always the mask token)."""
 
     max_length: int = 128
-    pooling: ContextPooling = ContextPooling.MASK
+    pooling: Pooling = PAPER_POOLING.context
+    gap: GapMarker = PAPER_POOLING.gap
 
     def __post_init__(self) -> None:
         if self.max_length < SPECIAL_TOKENS_PER_CONTEXT + 1:
             raise QuoterError(f"a context needs max_length >= {SPECIAL_TOKENS_PER_CONTEXT + 1}, got {self.max_length}")
 
+    def uses_mask_token(self) -> bool:
+        """Whether contexts carry the tokenizer's mask token."""
+        return self.pooling.mode is PoolingMode.MASK or (
+            self.pooling.mode is PoolingMode.MEAN and self.gap is GapMarker.MASK
+        )
+
 
 @dataclass(frozen=True)
 class QuoteEncoderConfig:
     """max_length: tokens per quote, special tokens included; alpha: weight of the sememe embeddings (Eq. 6;
-    the paper tunes it in {0.1, 0.2, 0.5, 1.0, 2.0}; 0 turns sememes off)."""
+    the paper tunes it in {0.1, 0.2, 0.5, 1.0, 2.0}; 0 turns sememes off); pooling: [CLS] (the paper) or
+    mean; gloss: read a quote's gloss after it, behind the tokenizer's separator token."""
 
     max_length: int = 64
     alpha: float = 0.5
+    pooling: Pooling = PAPER_POOLING.quote
+    gloss: bool = False
 
     def __post_init__(self) -> None:
         if self.max_length < 3:

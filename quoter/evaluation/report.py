@@ -30,12 +30,23 @@ def render_report(report: EvaluationReport) -> str:
     if report.zero_shot is not None:
         rows.append(["zero-shot quotes", *_metric_cells(report.zero_shot)])
     bucket_rows = [[b["train_contexts"], f"{b['quotes']:,}", *_metric_cells(b)] for b in report.buckets]
+    choice = report.candidate_metrics()
+    choice_lines = (
+        [
+            f"Multiple choice: the gold quote beat its other candidates for {choice['candidate_accuracy']:.1%} of "
+            f"{choice['candidate_n']:,} contexts.",
+            "",
+        ]
+        if choice
+        else []
+    )
     return "\n".join(
         [
             f"{report.method} on {report.split} ({context}), ranking all {report.quotes:,} quotes",
             "",
             markdown_table(["", *HEADERS], rows),
             "",
+            *choice_lines,
             "By the gold quote's number of training contexts:",
             "",
             markdown_table(["train contexts", "quotes", *HEADERS], bucket_rows),

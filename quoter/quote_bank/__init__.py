@@ -1,8 +1,10 @@
 """The built-in quote bank: well-known public-domain quotes with their sources, one file per language.
 
-Each file is UTF-8, tab-separated ``quote<TAB>source``, one quote a line; a first line ``quote<TAB>source``
-is a header and skipped, as are blank lines. SOURCES.md says where the quotes come from and why they
-may be shipped. Loading the bank imports nothing heavy (no torch), so the server can rank it offline.
+Each file is UTF-8, tab-separated ``quote<TAB>source[<TAB>gloss]``, one quote a line (the gloss, a short
+explanation the quote encoder may read, is optional); a first line ``quote<TAB>source[<TAB>gloss]`` is a
+header and skipped, as are blank lines. Quote lists given to the command line use the same format.
+SOURCES.md says where the quotes come from and why they may be shipped. Loading the bank imports nothing
+heavy (no torch), so the server can rank it offline.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from quoter.quote_record import QuoteRecord
 
 __all__ = ["BANK_FILES", "HEADER", "bank_path", "load_quote_bank", "read_quote_bank_file"]
 
-HEADER = ("quote", "source")
+HEADER = ("quote", "source", "gloss")
 BANK_FILES = {Language.EN: "en.tsv", Language.ZH: "zh.tsv", Language.ZH_CLASSICAL: "zh-classical.tsv"}
 
 
@@ -25,8 +27,9 @@ def bank_path(language: Language) -> Path:
     return Path(str(resources.files(__name__).joinpath(BANK_FILES[Language(language)])))
 
 
-def read_quote_bank_file(path: str | Path) -> list[QuoteRecord]:
-    """Read and check a ``quote<TAB>source`` file; every row needs a quote and a source, no quote twice."""
+def read_quote_bank_file(path: str | Path, require_source: bool = True) -> list[QuoteRecord]:
+    """Read and check a ``quote<TAB>source[<TAB>gloss]`` file; every row needs a quote (and a source, if
+    `require_source`), no quote twice."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -41,19 +44,21 @@ def read_quote_bank_file(path: str | Path) -> list[QuoteRecord]:
         if not line.strip():
             continue
         fields = line.split("\t")
-        if number == 1 and tuple(field.strip().lower() for field in fields) == HEADER:
+        if number == 1 and tuple(field.strip().lower() for field in fields) in (HEADER[:2], HEADER):
             continue
-        if len(fields) != 2:
-            raise InputError(f"expected 2 tab-separated fields (quote, source), found {len(fields)}", path, number)
-        quote, source = (field.strip() for field in fields)
+        if len(fields) not in (2, 3):
+            raise InputError(
+                f"expected 2 or 3 tab-separated fields (quote, source[, gloss]), found {len(fields)}", path, number
+            )
+        quote, source, gloss = (*(field.strip() for field in fields), "")[:3]
         if not quote:
             raise InputError("empty quote", path, number, "quote")
-        if not source:
+        if require_source and not source:
             raise InputError("empty source", path, number, "source")
         if quote in seen:
             raise InputError(f"duplicate quote, first on line {seen[quote]}", path, number, "quote")
         seen[quote] = number
-        records.append(QuoteRecord(quote, source))
+        records.append(QuoteRecord(quote, source, gloss))
     if not records:
         raise InputError("no quotes in the quote bank file", path)
     return records

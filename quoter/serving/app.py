@@ -171,7 +171,7 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
     def add_quote(body: QuoteIn, response: Response) -> QuoteChange:
         """List a quote (encoded now); a quote already listed is not listed twice: its id comes back, 200."""
         recommender = named(body.lang)
-        quote_id, created = recommender.quotes.add(QuoteRecord(body.quote, body.source))
+        quote_id, created = recommender.quotes.add(QuoteRecord(body.quote, body.source, body.gloss))
         if not created:
             response.status_code = status.HTTP_200_OK
         record = recommender.quotes.get(quote_id)

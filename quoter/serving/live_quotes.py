@@ -116,14 +116,14 @@ class LiveQuotes:
 
     def add(self, record: QuoteRecord) -> tuple[int, bool]:
         """List a quote; return its id and whether it is new (a text already listed keeps its id)."""
-        record = QuoteRecord(quote_key(record.text), record.source.strip())
+        record = QuoteRecord(quote_key(record.text), record.source.strip(), record.gloss.strip())
         if not record.text:
             raise InputError("the quote is empty", field="quote")
         known = self.id_of(record.text)
         if known is not None:
             return known, False
         # Encode outside the lock: searches go on meanwhile.
-        vector = self._encoder.encode([record.text])
+        vector = self._encoder.encode_records([record])
         with self._lock:
             known = self.id_of(record.text)
             if known is not None:
@@ -164,10 +164,7 @@ class LiveQuotes:
 
         def build(target: Path) -> None:
             self._index.save(target / INDEX_FILE)
-            lines = (
-                json.dumps({"id": i, "quote": r.text, "source": r.source}, ensure_ascii=False)
-                for i, r in self._records.items()
-            )
+            lines = (json.dumps({"id": i, **r.to_json()}, ensure_ascii=False) for i, r in self._records.items())
             (target / LIVE_QUOTES_FILE).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
             (target / LIVE_SETTINGS_FILE).write_text(json.dumps({"next_id": self._next_id}) + "\n", encoding="utf-8")
 
@@ -183,7 +180,7 @@ def _read_live_records(path: Path) -> dict[int, QuoteRecord]:
     for number, line in enumerate(lines, start=1):
         try:
             item = json.loads(line)
-            records[int(item["id"])] = QuoteRecord(str(item["quote"]), str(item.get("source", "")))
+            records[int(item["id"])] = QuoteRecord.from_json(item)
         except (json.JSONDecodeError, KeyError, TypeError, ValueError):
             raise InputError('expected {"id": ..., "quote": ..., "source": ...}', path=path, line=number) from None
     return records

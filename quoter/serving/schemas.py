@@ -66,6 +66,9 @@ class QuoteIn(BaseModel):
 
     quote: str = Field(min_length=1, max_length=MAX_QUOTE_CHARS)
     source: str = Field("", max_length=MAX_SOURCE_CHARS)
+    gloss: str = Field(
+        "", max_length=MAX_SOURCE_CHARS, description="What the quote means; read with it when the bundle reads glosses."
+    )
     lang: Language | None = Field(None, description="Required when several bundles are hosted.")
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from quoter.encoders.configs import ContextPooling
+from quoter.encoders.pooling import GapMarker, PoolingChoice
 from quoter.errors import QuoterError
 from quoter.languages import Language
 
@@ -32,24 +32,30 @@ class LoggerKind(str, Enum):
 @dataclass(frozen=True)
 class DataConfig:
     """path: QuoteR TSV/JSONL file; splits: splits JSON (default: the sidecar file); part: official part name;
-    language: None guesses it from the data."""
+    language: None guesses it from the data; glosses: a quote list (quote, source, gloss) for the quotes."""
 
     path: str | None = None
     splits: str | None = None
     part: str | None = None
     language: Language | None = None
+    glosses: str | None = None
 
 
 @dataclass(frozen=True)
 class ModelConfig:
     """name: pretrained model of both encoders (Hugging Face name, folder or offline:*); None: the
-    language's default. Lengths count special tokens; pooling 'cls' is the BERT-Sim context encoder;
+    language's default. Lengths count special tokens. pooling: 'mask' is the paper's (context at the [MASK]
+    in the gap, quote at [CLS]), 'cls' the BERT-Sim context encoder, 'mean' mean pooling with the model's
+    prompts and cosine, 'native' whatever the model was trained with; gap: what stands in the gap of a
+    mean-pooled context (None: the model's choice); gloss: quotes are read with their glosses (data.glosses);
     freeze_word_embeddings keeps the token embedding tables fixed (most of a multilingual model's weights)."""
 
     name: str | None = None
     context_max_length: int = 128
     quote_max_length: int = 64
-    pooling: ContextPooling = ContextPooling.MASK
+    pooling: PoolingChoice = PoolingChoice.MASK
+    gap: GapMarker | None = None
+    gloss: bool = False
     freeze_word_embeddings: bool = False
 
     def __post_init__(self) -> None:

@@ -11,6 +11,7 @@ from torch.utils.data import DataLoader
 
 from quoter.datasets import QuoteDataset, Sample
 from quoter.errors import InputError
+from quoter.quote_record import QuoteRecord
 from quoter.training.batches import ResumableBatchSampler, ResumableLoader, index_tensor
 
 
@@ -25,6 +26,7 @@ class TrainingData:
     train: list[Sample]
     valid: list[Sample]
     train_quote_ids: np.ndarray
+    records: list[QuoteRecord]  # the quotes with their sources and glosses, in id order
 
     @classmethod
     def from_dataset(cls, dataset: QuoteDataset, max_valid: int | None = None) -> TrainingData:
@@ -38,7 +40,7 @@ class TrainingData:
             picks = np.linspace(0, len(valid) - 1, max_valid).round().astype(int)
             valid = [valid[i] for i in picks]
         train_quote_ids = np.flatnonzero(dataset.quote_counts("train") > 0)
-        return cls(list(dataset.quotes), train, valid, train_quote_ids)
+        return cls(list(dataset.quotes), train, valid, train_quote_ids, dataset.quote_records())
 
 
 class QuoteDataModule(pl.LightningDataModule):

@@ -33,12 +33,13 @@ class JointModule(StageModule):
         super().__init__(context_encoder, data, stage)
         self.quote_encoder = quote_encoder
         self.negatives = negatives
-        self.quote_rows = quote_encoder.rows(data.quotes)
+        self.quote_rows = quote_encoder.rows(data.quotes, [record.description for record in data.records])
 
     def on_train_epoch_start(self) -> None:
         if self.negatives.needs_mining(self.current_epoch):
             pool = self.negatives.pool.tolist()
-            self.negatives.mine(self.quote_encoder.encode([self.data.quotes[q] for q in pool]), self.current_epoch)
+            vectors = self.quote_encoder.encode_records([self.data.records[q] for q in pool])
+            self.negatives.mine(vectors, self.current_epoch)
 
     def batch_loss(self, sample_ids: torch.Tensor, epoch: int | None = None) -> torch.Tensor:
         """Cross-entropy of each context's gold quote among it and its negatives (those of `epoch`, by
@@ -56,7 +57,7 @@ class JointModule(StageModule):
         return F.cross_entropy(logits, torch.zeros(len(ids), dtype=torch.long, device=logits.device))
 
     def all_quote_vectors(self) -> torch.Tensor:
-        return torch.from_numpy(self.quote_encoder.encode(self.data.quotes))
+        return torch.from_numpy(self.quote_encoder.encode_records(self.data.records))
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint[NEGATIVES_KEY] = self.negatives.state_dict()

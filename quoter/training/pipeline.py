@@ -17,11 +17,11 @@ from quoter.bundle import Bundle
 from quoter.datasets import load_dataset
 from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
-from quoter.encoders.model_sources import default_model, load_pretrained
+from quoter.encoders.model_sources import default_model, load_pretrained, native_pooling
+from quoter.encoders.pooling import choose_pooling
 from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.errors import QuoterError
 from quoter.languages import Language, choose_language
-from quoter.quote_record import QuoteRecord
 from quoter.sememes.alignment import SememeAnnotator
 from quoter.sememes.sources import LexiconConfig, load_lexicon
 from quoter.training.config import TrainConfig, config_to_dict
@@ -63,15 +63,18 @@ def build_encoders(config: TrainConfig, language: Language) -> Encoders:
         annotator = SememeAnnotator(load_lexicon(lexicon, language), language)
     context_model, context_tokenizer = load_pretrained(name)
     quote_model, quote_tokenizer = load_pretrained(name)
+    pooling = choose_pooling(config.model.pooling, native_pooling(name))
     context = ContextEncoder(
         context_model,
         context_tokenizer,
-        ContextEncoderConfig(max_length=config.model.context_max_length, pooling=config.model.pooling),
+        ContextEncoderConfig(config.model.context_max_length, pooling.context, config.model.gap or pooling.gap),
     )
     quote = QuoteEncoder(
         quote_model,
         quote_tokenizer,
-        QuoteEncoderConfig(max_length=config.model.quote_max_length, alpha=sememes.alpha if lexicon else 0.0),
+        QuoteEncoderConfig(
+            config.model.quote_max_length, sememes.alpha if lexicon else 0.0, pooling.quote, config.model.gloss
+        ),
         annotator,
     )
     if config.model.freeze_word_embeddings:
@@ -112,7 +115,7 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> Bundle:
     if config.run.output is None:
         raise QuoterError("run.output: no output folder given (--output DIR)")
     started = time.perf_counter()
-    dataset = load_dataset(config.data.path, splits=config.data.splits, part=config.data.part)
+    dataset = load_dataset(config.data.path, config.data.splits, config.data.part, config.data.glosses)
     language, reason = choose_language(config.data.language, config.data.part, dataset.text_sample())
     data = TrainingData.from_dataset(dataset, config.validation.max_samples)
     log(
@@ -129,7 +132,7 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> Bundle:
         log("stage 1 is off, so the quote encoder is not trained: no sememes (their embeddings would stay random)")
     metrics = train_stages(config, encoders, data, folder, log)
     log("encoding the quote set with the final quote encoder")
-    vectors = encoders.quote.encode(data.quotes)
+    vectors = encoders.quote.encode_records(data.records)
     info: dict[str, Any] = {
         "model": encoders.model,
         "trained": True,
@@ -138,8 +141,7 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> Bundle:
         "train_seconds": round(time.perf_counter() - started, 1),
         "config": config_to_dict(config),
     }
-    quotes = [QuoteRecord(text) for text in data.quotes]
-    bundle = Bundle(language, encoders.context, encoders.quote, quotes, vectors, encoders.lexicon, info)
+    bundle = Bundle(language, encoders.context, encoders.quote, data.records, vectors, encoders.lexicon, info)
     # Under DDP every rank runs this function; one writes.
     if rank_zero_only.rank == 0:
         bundle.save(config.run.output)
@@ -165,7 +167,7 @@ def train_stages(
         log("stage 2: training the context encoder over all train quotes, quote encoder frozen")
         encoders.quote.requires_grad_(False)
         stage_one = {key: value.clone() for key, value in encoders.context.state_dict().items()}
-        module = RetrainModule(encoders.context, encoders.quote.encode(data.quotes), data, config.retrain)
+        module = RetrainModule(encoders.context, encoders.quote.encode_records(data.records), data, config.retrain)
         batches = QuoteDataModule(data, config.retrain.batch_size, valid_batch, seed, False)
         metrics["retrain"] = run_stage(module, batches, config.retrain, config.run, folder / "retrain", "retrain")
         log(f"stage 2: best validation MRR {metrics['retrain']['val_mrr']:.4f}")

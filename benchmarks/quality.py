@@ -1,0 +1,192 @@
+"""Recommendation quality on every development set, in one run (a benchmark, not a test).
+
+    python -m benchmarks.quality [--split test|valid] [--sets en zh-modern zh-classical example]
+                                 [--methods bm25 crm mask native native+gloss plain] [--gap-markers]
+
+For each set (built by `make -C data en|zh-modern|zh-classical`; `example` is the built-in example set) it
+prints MRR, R@1 and R@10 over the full quote set of:
+  bm25, crm            the lexical baselines;
+  mask                 the zero-shot encoder read the paper's way ([MASK] for contexts, [CLS] for quotes);
+  native               the zero-shot encoder with the model's native pooling (mean, cosine, e5 prompts);
+  native+gloss         the same, each quote read with its gloss (the set's glosses.tsv);
+  plain                an independent baseline written here with plain transformers on the same model:
+                       mean pooling, cosine, e5 prompts for e5, the gap written as '___'.
+Where the set has a candidate file (zh-modern: candidates.jsonl), multiple-choice accuracy too.
+`--gap-markers` adds native with each gap marker (what stands in the gap of a mean-pooled context).
+
+Then the writer's check: hand-written contexts for quotes of the built-in bank (tests/data/writers_check/),
+ranked by the default server's recommender; it prints how often the intended quote is in the top 3 and how
+many distinct quotes are ranked first (and the largest share of contexts one quote is first for).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import quoter
+from quoter.datasets import QuoteDataset, load_dataset
+from quoter.encoders.model_sources import default_model, resolve_model
+from quoter.encoders.pooling import GapMarker, PoolingChoice
+from quoter.evaluation import evaluate
+from quoter.evaluation.candidates import read_candidates
+from quoter.languages import Language
+from quoter.methods import MethodOptions, build_ranker
+from quoter.ranking import Query, Ranker
+from quoter.tables import markdown_table
+
+REPO = Path(__file__).resolve().parent.parent
+BUILT = REPO / "data" / "built"
+WRITERS_CHECK = REPO / "tests" / "data" / "writers_check"
+SETS = {
+    "en": (BUILT / "en" / "data.txt", Language.EN),
+    "zh-modern": (BUILT / "zh-modern" / "data.txt", Language.ZH),
+    "zh-classical": (BUILT / "zh-classical" / "data.txt", Language.ZH_CLASSICAL),
+    "example": (Path(quoter.__file__).parent / "examples" / "proverbs.tsv", Language.EN),
+}
+METHODS = ("bm25", "crm", "mask", "native", "native+gloss", "plain")
+E5_MODELS = ("offline:me5-small",)
+
+
+class PlainMeanPooling:
+    """The baseline a user would write: transformers' AutoModel, mean over the attention mask, cosine."""
+
+    def __init__(self, model_name: str, quotes: Sequence[str], batch_size: int = 64) -> None:
+        from transformers import AutoModel, AutoTokenizer
+
+        folder = resolve_model(model_name)
+        self.tokenizer = AutoTokenizer.from_pretrained(folder)
+        self.model = AutoModel.from_pretrained(folder).eval()
+        self.e5 = model_name in E5_MODELS
+        self.batch_size = batch_size
+        self.quote_vectors = self.embed([("passage: " if self.e5 else "") + q for q in quotes])
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = []
+        with torch.inference_mode():
+            for start in range(0, len(texts), self.batch_size):
+                batch = self.tokenizer(
+                    list(texts[start : start + self.batch_size]),
+                    padding=True,
+                    truncation=True,
+                    max_length=128,
+                    return_tensors="pt",
+                )
+                hidden = self.model(**batch).last_hidden_state
+                mask = batch["attention_mask"].unsqueeze(-1).float()
+                mean = (hidden * mask).sum(1) / mask.sum(1)
+                vectors.append(torch.nn.functional.normalize(mean, dim=-1).numpy())
+        return np.concatenate(vectors) if vectors else np.zeros((0, self.model.config.hidden_size), np.float32)
+
+    def score(self, queries: Sequence[Query]) -> np.ndarray:
+        prefix = "query: " if self.e5 else ""
+        texts = [f"{prefix}{q.left} ___ {q.right}".strip() for q in queries]
+        return self.embed(texts) @ self.quote_vectors.T
+
+
+@dataclass(frozen=True)
+class Row:
+    """One method's figures on one set."""
+
+    data_set: str
+    method: str
+    metrics: dict[str, float]
+
+
+def build(method: str, dataset: QuoteDataset, language: Language, gap: GapMarker | None) -> Ranker:
+    """The ranker of a benchmark method over the dataset's (candidate-extended) quote set."""
+    if method in ("bm25", "crm"):
+        return build_ranker(method, dataset, MethodOptions(lang=language))
+    if method == "plain":
+        return PlainMeanPooling(default_model(language), dataset.quotes)
+    pooling = PoolingChoice.MASK if method == "mask" else PoolingChoice.NATIVE
+    options = MethodOptions(lang=language, pooling=pooling, gap=gap, gloss=method == "native+gloss")
+    return build_ranker("encoder", dataset, options)
+
+
+def run_set(name: str, methods: Sequence[str], split: str, gap_markers: bool) -> list[Row]:
+    """Every method on one set; a set that is not built is skipped with a note."""
+    path, language = SETS[name]
+    if not path.is_file():
+        print(f"{name}: {path} is missing; build it with `make -C data {name}`")
+        return []
+    glosses = path.parent / "glosses.tsv"
+    dataset = load_dataset(path, glosses=glosses if glosses.is_file() else None)
+    candidate_file = path.parent / "candidates.jsonl"
+    candidates = read_candidates(candidate_file, dataset) if candidate_file.is_file() and split == "test" else None
+    runs = [(method, None) for method in methods]
+    if gap_markers:
+        runs += [("native", marker) for marker in GapMarker]
+    rows = []
+    for method, gap in runs:
+        ranker = build(method, dataset, language, gap)
+        report = evaluate(ranker, dataset, split, method, candidates=candidates)
+        label = method if gap is None else f"native, gap {gap.value}"
+        rows.append(Row(name, label, {**report.overall, **report.candidate_metrics()}))
+        print(f"{name} {label}: MRR {report.overall['mrr']:.3f}", flush=True)
+    return rows
+
+
+def writers_check(languages: Sequence[Language]) -> list[list[str]]:
+    """The default server's top-3 rate and first-place spread on the hand-written contexts."""
+    from quoter.serving.hosting import default_bundles
+    from quoter.serving.recommender import Recommender
+
+    rows = []
+    for bundle in default_bundles(languages):
+        path = WRITERS_CHECK / f"{bundle.language.value}.jsonl"
+        checks = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        results = Recommender(bundle).recommend([Query(c["left"], c["right"]) for c in checks], k=3)
+        top3 = sum(c["quote"] in [found.record.text for found in top] for c, top in zip(checks, results))
+        firsts = Counter(top[0].record.text for top in results)
+        most = firsts.most_common(1)[0][1]
+        rows.append(
+            [
+                bundle.language.value,
+                str(len(checks)),
+                f"{top3 / len(checks):.1%}",
+                str(len(firsts)),
+                f"{most / len(checks):.1%}",
+            ]
+        )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--split", default="test", choices=["test", "valid"])
+    parser.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--gap-markers", action="store_true", help="add native with each gap marker")
+    parser.add_argument("--no-writers-check", action="store_true", help="skip the writer's check")
+    args = parser.parse_args()
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    rows = [row for name in args.sets for row in run_set(name, args.methods, args.split, args.gap_markers)]
+    table = [
+        [
+            row.data_set,
+            row.method,
+            f"{row.metrics['mrr']:.3f}",
+            f"{100 * row.metrics['recall@1']:.1f}",
+            f"{100 * row.metrics['recall@10']:.1f}",
+            f"{100 * row.metrics['candidate_accuracy']:.1f}" if "candidate_accuracy" in row.metrics else "",
+        ]
+        for row in rows
+    ]
+    print(f"\nZero-shot and lexical methods, {args.split} split, full quote set:\n")
+    print(markdown_table(["set", "method", "MRR", "R@1", "R@10", "multiple choice %"], table))
+    if not args.no_writers_check:
+        print("\nWriter's check, default server (built-in bank):\n")
+        headers = ["language", "contexts", "intended quote in top 3", "distinct first quotes", "most common first"]
+        print(markdown_table(headers, writers_check(list(Language))))
+
+
+if __name__ == "__main__":
+    main()

