@@ -4,8 +4,9 @@ dictionary of ../shared/data (zh-modern/idioms.jsonl, MIT, from the PyPI package
     python data/bank_glosses.py [--idioms ../shared/data/zh-modern/idioms.jsonl] [--bank quoter/quote_bank/zh.tsv]
 
 A bank quote matches an idiom when the two agree once punctuation is removed (吃一堑，长一智。 is the idiom
-吃一堑长一智). The bank file is rewritten in place as quote<TAB>source<TAB>gloss; quotes without a match keep
-an empty gloss. Running it again gives the same file.
+吃一堑长一智). The bank file is rewritten in place as quote<TAB>source<TAB>gloss: a matched quote gets the
+dictionary's explanation, any other keeps the gloss it has (those were written for Quoter). Running it
+again gives the same file.
 """
 
 from __future__ import annotations
@@ -32,10 +33,10 @@ def idiom_explanations(path: Path) -> dict[str, str]:
 
 
 def add_glosses(bank: Path, explanations: dict[str, str]) -> tuple[int, int]:
-    """Rewrite the bank with a gloss column; return (quotes, quotes given a gloss)."""
+    """Rewrite the bank with the dictionary's glosses; return (quotes, quotes with a gloss)."""
     lines = bank.read_text(encoding="utf-8").splitlines()
-    rows = [line.split("\t")[:2] for line in lines[1:] if line.strip()]
-    glossed = [(quote, source, explanations.get(PUNCTUATION.sub("", quote), "")) for quote, source in rows]
+    rows = [(line.split("\t") + ["", ""])[:3] for line in lines[1:] if line.strip()]
+    glossed = [(quote, source, explanations.get(PUNCTUATION.sub("", quote), gloss)) for quote, source, gloss in rows]
     text = "quote\tsource\tgloss\n" + "".join(f"{q}\t{s}\t{g}\n" for q, s, g in glossed)
     bank.write_text(text, encoding="utf-8")
     return len(glossed), sum(1 for *_, gloss in glossed if gloss)

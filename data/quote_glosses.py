@@ -3,18 +3,19 @@
 A gloss is what a reader (or a model) can learn about a quote besides its text: for the idioms of the
 modern Chinese set it is the dictionary's explanation (释义) and its source (出处); the English and
 classical Chinese quote lists, and the modern Chinese proverb list, have only a `source` column, the
-work or author the quote is from. With `--source-as-gloss` (the English and classical Chinese sets) that
-source is the gloss too; without it (the proverbs) the gloss is left empty.
+work or author the quote is from, and no gloss (the quote encoder reads a quote's source after its gloss
+anyway).
 
 Output: `DIR/glosses.tsv`, UTF-8, header `quote<TAB>source<TAB>gloss`, one row per distinct quote
-(column 2 of `DIR/data.txt`) in data.txt's order of first appearance; tabs and line breaks inside
-fields become spaces. A quote is looked up by its text with white space collapsed (as `quoter data
+(column 2 of `DIR/data.txt`) in data.txt's order of first appearance, then one per candidate quote of a
+multiple-choice file (`--candidates`) that data.txt lacks, so that every candidate is read with its
+gloss; tabs and line breaks inside fields become spaces. A quote is looked up by its text with white space collapsed (as `quoter data
 build` writes it into data.txt); the idioms are looked up first, then the quote lists in the order
 given; the first record of a text wins, as in the build. A quote found nowhere gets empty fields.
 
 Usage:
-    python data/quote_glosses.py DIR --quotes LIST.tsv [--quotes MORE.tsv] [--source-as-gloss]
-    python data/quote_glosses.py DIR --idioms idioms.jsonl --quotes proverbs.tsv
+    python data/quote_glosses.py DIR --quotes LIST.tsv [--quotes MORE.tsv]
+    python data/quote_glosses.py DIR --idioms idioms.jsonl --quotes proverbs.tsv [--candidates candidates.jsonl]
 """
 
 from __future__ import annotations
@@ -66,6 +67,17 @@ def distinct_quotes(data_file: Path) -> list[str]:
     return list(seen)
 
 
+def candidate_quotes(path: Path) -> list[str]:
+    """The distinct candidate quotes of a multiple-choice file (JSON lines with "candidates"), in order."""
+    seen: dict[str, None] = {}
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            if line.strip():
+                for quote in json.loads(line)["candidates"]:
+                    seen.setdefault(quote, None)
+    return list(seen)
+
+
 def read_quote_sources(paths: list[Path]) -> dict[str, str]:
     """Quote text -> source from TSV quote lists (header `quote<TAB>source`); the first record of a text wins."""
     sources: dict[str, str] = {}
@@ -95,18 +107,12 @@ def read_idioms(path: Path) -> dict[str, tuple[str, str]]:
     return idioms
 
 
-def glosses(
-    quotes: list[str], idioms: dict[str, tuple[str, str]], sources: dict[str, str], source_as_gloss: bool
-) -> list[Gloss]:
-    """One row per quote: an idiom's source and explanation, else the quote list's source (and gloss)."""
+def glosses(quotes: list[str], idioms: dict[str, tuple[str, str]], sources: dict[str, str]) -> list[Gloss]:
+    """One row per quote: an idiom's source and explanation, else the quote list's source and no gloss."""
     rows = []
     for quote in quotes:
         key = collapse(quote)
-        if key in idioms:
-            source, gloss = idioms[key]
-        else:
-            source = sources.get(key, "")
-            gloss = source if source_as_gloss else ""
+        source, gloss = idioms[key] if key in idioms else (sources.get(key, ""), "")
         rows.append(Gloss(tsv_safe(quote), source, gloss))
     return rows
 
@@ -123,11 +129,14 @@ def main() -> None:
     parser.add_argument("dir", type=Path, help="a built dataset folder with data.txt")
     parser.add_argument("--quotes", type=Path, action="append", default=[], help="a quote list TSV (repeatable)")
     parser.add_argument("--idioms", type=Path, help="idiom dictionary JSON lines (idiom, explanation, source)")
-    parser.add_argument("--source-as-gloss", action="store_true", help="use a quote list's source as the gloss")
+    parser.add_argument("--candidates", type=Path, help="a multiple-choice file whose candidates get rows too")
     args = parser.parse_args()
     idioms = read_idioms(args.idioms) if args.idioms else {}
     quotes, sources = distinct_quotes(args.dir / "data.txt"), read_quote_sources(args.quotes)
-    rows = glosses(quotes, idioms, sources, args.source_as_gloss)
+    if args.candidates:
+        known = set(quotes)
+        quotes += [quote for quote in candidate_quotes(args.candidates) if quote not in known]
+    rows = glosses(quotes, idioms, sources)
     out = args.dir / "glosses.tsv"
     write_glosses(out, rows)
     glossed, sourced = sum(bool(row.gloss) for row in rows), sum(bool(row.source) for row in rows)

@@ -17,9 +17,9 @@ class QuoteRecord:
 
     @property
     def description(self) -> str:
-        """What the quote encoder reads after the quote when glosses are on: the gloss, else the source (a
+        """What the quote encoder reads after the quote when glosses are on: the gloss, then the source (a
         work or author also says what a quote is about, and writers often name it)."""
-        return self.gloss or self.source
+        return " ".join(part for part in (self.gloss, self.source) if part)
 
     def to_json(self) -> dict[str, str]:
         """`{"quote", "source"}`, plus `"gloss"` when there is one."""

@@ -85,3 +85,24 @@ def test_data_stats_prints_tables_1_and_4(planted):
     assert "| pairs/quotes | 18/6  | 6/6   | 6/6  | 30/6  |" in result.stdout
     assert "Zero-shot quotes (in valid or test, never in train): 0" in result.stdout
     assert "| #quotes          | 6      |" in result.stdout
+
+
+def test_evaluate_with_candidates_reports_the_multiple_choice_accuracy(planted, tmp_path):
+    # Test lines 24-29; the candidates of line 24 include a quote the file does not have.
+    lines = [
+        {"line": 24, "candidates": ["a rolling stone gathers no moss", "moss grows on a stone"]},
+        {"line": 25, "candidates": ["knowledge itself is power", "fortune favours the brave"]},
+    ]
+    candidates = tmp_path / "candidates.jsonl"
+    candidates.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    out = tmp_path / "metrics.json"
+    result = quoter(
+        "evaluate", "--method", "bm25", "--data", str(planted), "--candidates", str(candidates), "--out", str(out)
+    )
+    assert result.returncode == 0, result.stderr
+    assert "ranking all 6 quotes" in result.stdout and "Multiple choice" in result.stdout
+    metrics = json.loads(out.read_text())
+    assert metrics["candidate_n"] == 2 and metrics["quotes"] == 6 and 0 <= metrics["candidate_accuracy"] <= 1
+    candidates.write_text(json.dumps({"line": 24, "candidates": ["fortune favours the brave", "x"]}) + "\n")
+    bad = quoter("evaluate", "--method", "bm25", "--data", str(planted), "--candidates", str(candidates))
+    assert bad.returncode == 2 and "candidates.jsonl:1" in bad.stderr and "Traceback" not in bad.stderr

@@ -14,6 +14,7 @@ from quoter.bundle import Bundle
 from quoter.datasets import QuoteDataset
 from quoter.encoders.configs import ContextEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
+from quoter.encoders.pooling import PoolingMode
 from quoter.errors import QuoterError
 from quoter.languages import Language
 from quoter.methods import MethodOptions, build_ranker
@@ -209,3 +210,33 @@ def test_without_stage_one_the_untrained_sememe_embeddings_are_left_out(tmp_path
     assert encoders.lexicon is None and encoders.quote.sememe_embeddings is None
     with pytest.raises(QuoterError, match="no-such-lexicon"):  # with stage 1 on, the lexicon is read
         build_encoders(tiny_config(tmp_path / "on", **{"sememes.source": missing}), Language.EN)
+
+
+def test_training_from_mean_pooling_with_glosses_keeps_both_in_the_bundle(tmp_path):
+    glosses = tmp_path / "glosses.tsv"
+    glosses.write_text("quote\tsource\tgloss\ncat cat .\tA book\thappy dog on the mat\n", encoding="utf-8")
+    config = tiny_config(
+        tmp_path,
+        **{"model.pooling": "mean", "model.gloss": "true", "data.glosses": str(glosses), "retrain.enabled": "false"},
+    )
+    bundle = train(config, log=lambda message: None)
+    loaded = Bundle.load(config.run.output)
+    assert loaded.context_encoder.config.pooling.mode is PoolingMode.MEAN
+    assert loaded.quote_encoder.config.pooling.mode is PoolingMode.MEAN and loaded.quote_encoder.config.gloss
+    cat = next(quote for quote in loaded.quotes if quote.text == "cat cat .")
+    assert (cat.source, cat.gloss) == ("A book", "happy dog on the mat")
+    # The frozen vectors were encoded with the gloss: the same quote without it gets another vector.
+    row = bundle_texts(loaded).index("cat cat .")
+    with_gloss = loaded.quote_encoder.encode_records([cat])[0]
+    np.testing.assert_allclose(loaded.quote_vectors[row], with_gloss, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(loaded.quote_encoder.encode(["cat cat ."])[0], with_gloss, atol=1e-4)
+    queries = [Query("the cat", "")]
+    np.testing.assert_allclose(loaded.ranker().score(queries), bundle.ranker().score(queries), rtol=1e-5)
+
+
+def test_a_step_limit_within_the_first_epoch_still_validates_and_keeps_the_best_weights(tmp_path):
+    # 96 train samples in batches of 4: 24 batches an epoch, stopped after 3 (stage 1) and 2 (stage 2).
+    config = tiny_config(tmp_path, **{"joint.max_steps": "3", "retrain.max_steps": "2"})
+    bundle = train(config, log=lambda message: None)
+    assert bundle.info["validation"]["joint"]["steps"] == 3 and bundle.info["validation"]["retrain"]["steps"] == 2
+    assert 0 < bundle.info["validation"]["joint"]["val_mrr"] <= 1

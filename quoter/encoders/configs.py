@@ -13,11 +13,12 @@ SPECIAL_TOKENS_PER_CONTEXT = 3
 
 @dataclass(frozen=True)
 class ContextEncoderConfig:
-    """max_length: tokens per context, special tokens included; pooling: [MASK] (the paper), [CLS] (BERT-Sim:
-    `[CLS] left [SEP] right [SEP]`) or mean over `[CLS] left GAP right [SEP]`, where `gap` says what
-    stands in the gap (with [MASK] pooling it is always the mask token)."""
+    """max_length: tokens per context, special tokens included (256, the longest input all-MiniLM-L6-v2 is
+    configured for, holds the paper's 40 words a side; training configs set their own); pooling: [MASK]
+    (the paper), [CLS] (BERT-Sim: `[CLS] left [SEP] right [SEP]`) or mean over `[CLS] left GAP right [SEP]`,
+    where `gap` says what stands in the gap (with [MASK] pooling it is always the mask token)."""
 
-    max_length: int = 128
+    max_length: int = 256
     pooling: Pooling = PAPER_POOLING.context
     gap: GapMarker = PAPER_POOLING.gap
 

@@ -91,8 +91,9 @@ class QuoteEncoder(nn.Module):
             self.sememe_embeddings.to(model.device)
 
     def text(self, quote: str, gloss: str = "") -> str:
-        """What the model reads for a quote: the prompt, the quote, and (when glosses are on) the gloss after
-        the separator token. Truncation cuts the end, so a long gloss never pushes the quote out."""
+        """What the model reads for a quote: the prompt, the quote, and (when glosses are on) its gloss (for a
+        record: `QuoteRecord.description`, the gloss and the source) after the separator token. Truncation
+        cuts the end, so a long gloss never pushes the quote out."""
         text = self.config.pooling.prompt + quote
         if self.config.gloss and gloss.strip():
             text += f" {self.tokenizer.sep_token} {gloss.strip()}"
@@ -184,7 +185,7 @@ class QuoteEncoder(nn.Module):
         return encode_rows(self, rows, lambda row: len(row.input_ids), self.collate, batch_size, dim)
 
     def encode_records(self, records: Sequence[QuoteRecord], batch_size: int = 32) -> np.ndarray:
-        """Vectors of quote records, each read with its gloss (else its source) when glosses are on."""
+        """Vectors of quote records, each read with its gloss and source when glosses are on."""
         return self.encode([r.text for r in records], batch_size, [r.description for r in records])
 
     def save(self, folder: Path) -> None:

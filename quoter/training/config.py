@@ -47,7 +47,9 @@ class ModelConfig:
     language's default. Lengths count special tokens. pooling: 'mask' is the paper's (context at the [MASK]
     in the gap, quote at [CLS]), 'cls' the BERT-Sim context encoder, 'mean' mean pooling with the model's
     prompts and cosine, 'native' whatever the model was trained with; gap: what stands in the gap of a
-    mean-pooled context (None: the model's choice); gloss: quotes are read with their glosses (data.glosses);
+    mean-pooled context (None: the model's choice); scale: the factor on cosine scores with normalised
+    pooling, a softmax temperature of 1/scale (None: the model's); gloss: quotes are read with their glosses
+    and sources (data.glosses);
     freeze_word_embeddings keeps the token embedding tables fixed (most of a multilingual model's weights)."""
 
     name: str | None = None
@@ -55,12 +57,15 @@ class ModelConfig:
     quote_max_length: int = 64
     pooling: PoolingChoice = PoolingChoice.MASK
     gap: GapMarker | None = None
+    scale: float | None = None
     gloss: bool = False
     freeze_word_embeddings: bool = False
 
     def __post_init__(self) -> None:
         _at_least("context_max_length", self.context_max_length, 4)
         _at_least("quote_max_length", self.quote_max_length, 3)
+        if self.scale is not None and self.scale <= 0:
+            raise QuoterError(f"scale: must be positive, got {self.scale}")
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,10 +64,13 @@ def build_encoders(config: TrainConfig, language: Language) -> Encoders:
     context_model, context_tokenizer = load_pretrained(name)
     quote_model, quote_tokenizer = load_pretrained(name)
     pooling = choose_pooling(config.model.pooling, native_pooling(name))
+    context_pooling = pooling.context
+    if config.model.scale is not None:
+        context_pooling = replace(context_pooling, scale=config.model.scale)
     context = ContextEncoder(
         context_model,
         context_tokenizer,
-        ContextEncoderConfig(config.model.context_max_length, pooling.context, config.model.gap or pooling.gap),
+        ContextEncoderConfig(config.model.context_max_length, context_pooling, config.model.gap or pooling.gap),
     )
     quote = QuoteEncoder(
         quote_model,

@@ -93,6 +93,7 @@ def run_stage(
     trainer = pl.Trainer(
         max_epochs=stage.epochs,
         max_steps=stage.max_steps,
+        **_validation_schedule(stage, run, len(datamodule.sampler)),
         accumulate_grad_batches=run.accumulate_grad_batches,
         callbacks=[
             ResumeCheckpoints(folder, run.checkpoint_every, datamodule.sampler),
@@ -119,6 +120,16 @@ def run_stage(
     _load_weights(module, Path(best.best_model_path))
     write_json_atomic(done, {"checkpoint": best.best_model_path, "metrics": metrics})
     return metrics
+
+
+def _validation_schedule(stage: StageConfig, run: RunConfig, batches_per_epoch: int) -> dict[str, Any]:
+    """Validate at the end of each epoch, or, when the step limit ends training within the first epoch,
+    at that step (counted in batches across epochs, which holds on every DDP rank): a stage must validate
+    at least once to keep its best weights."""
+    limit = stage.max_steps * run.accumulate_grad_batches
+    if 0 < limit < batches_per_epoch:
+        return {"val_check_interval": limit, "check_val_every_n_epoch": None}
+    return {}
 
 
 def _load_weights(module: StageModule, checkpoint: Path) -> None:
