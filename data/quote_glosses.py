@@ -9,9 +9,10 @@ anyway).
 Output: `DIR/glosses.tsv`, UTF-8, header `quote<TAB>source<TAB>gloss`, one row per distinct quote
 (column 2 of `DIR/data.txt`) in data.txt's order of first appearance, then one per candidate quote of a
 multiple-choice file (`--candidates`) that data.txt lacks, so that every candidate is read with its
-gloss; tabs and line breaks inside fields become spaces. A quote is looked up by its text with white space collapsed (as `quoter data
-build` writes it into data.txt); the idioms are looked up first, then the quote lists in the order
-given; the first record of a text wins, as in the build. A quote found nowhere gets empty fields.
+gloss; tabs and line breaks inside fields become spaces. A quote is looked up by its text with white
+space collapsed (as `quoter data build` writes it into data.txt); the idioms are looked up first, then
+the quote lists in the order given; the first record of a text wins, as in the build. A quote found
+nowhere gets empty fields.
 
 Usage:
     python data/quote_glosses.py DIR --quotes LIST.tsv [--quotes MORE.tsv]
