@@ -101,7 +101,7 @@ class Bundle:
         settings = _read_settings(folder / SETTINGS_FILE)
         language = Language(settings["language"])
         context_settings = settings["context_encoder"]
-        # Bundles saved before pooling was a part name only the mode (and always had the mask token in the gap).
+        # Older bundles name only the pooling mode, and always had the mask token in the gap.
         context_config = ContextEncoderConfig(
             max_length=int(context_settings["max_length"]),
             pooling=Pooling.from_json(context_settings["pooling"]),

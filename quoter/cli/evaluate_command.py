@@ -101,12 +101,13 @@ def evaluate_command(
         typer.echo(f"no --data given: using the built-in example set {data}", err=True)
     dataset = load_dataset(data, splits=splits, part=part, glosses=glosses)
     language, reason = choose_language(lang, part, dataset.text_sample())
-    choices = None if candidates is None else read_candidates(candidates, dataset)
     typer.echo(
         f"{data}: {len(dataset.samples):,} samples, {len(dataset.quotes):,} quotes; "
         f"splits from {dataset.splits_source}; language {language.value} ({reason})",
         err=True,
     )
+    # Read after the line above: candidates may add quotes to the set, for this evaluation only.
+    choices = None if candidates is None else read_candidates(candidates, dataset)
     started = time.perf_counter()
     options = MethodOptions(
         lang=language,
