@@ -1,6 +1,8 @@
 """The quote index finds what brute force finds, keeps ids through changes and saves; the live quote set
 never lists a text twice and reads back what it saved."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -148,3 +150,16 @@ def test_live_quotes_add_remove_and_persist(tmp_path):
     assert sorted(r.id for r in reloaded.search(context, [10])[0]) == [1, 2, 3, 4, 6, 7]
     probabilities = [r.probability for r in reloaded.search(context, [10])[0]]
     assert sum(probabilities) == pytest.approx(1.0) and probabilities == sorted(probabilities, reverse=True)
+
+
+def test_a_quote_listed_with_a_gloss_is_encoded_and_kept_with_it(tmp_path):
+    bundle = tiny_bundle(tmp_path)
+    bundle.quote_encoder.config = replace(bundle.quote_encoder.config, gloss=True)
+    live = LiveQuotes.from_bundle(bundle, folder=tmp_path / "bundle")
+    record = QuoteRecord("the happy cat", "New", "a dog on the mat")
+    quote_id, _ = live.add(record)
+    glossed = bundle.quote_encoder.encode_records([record])
+    assert not np.allclose(glossed, bundle.quote_encoder.encode(["the happy cat"]), atol=1e-4)
+    best = live.search(glossed, [1])[0][0]
+    assert best.id == quote_id and best.record == record
+    assert LiveQuotes.from_bundle(bundle, folder=tmp_path / "bundle").get(quote_id) == record
