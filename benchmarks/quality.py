@@ -167,7 +167,6 @@ def main() -> None:
     parser.add_argument("--gap-markers", action="store_true", help="add native with each gap marker")
     parser.add_argument("--no-writers-check", action="store_true", help="skip the writer's check")
     args = parser.parse_args()
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     rows = [row for name in args.sets for row in run_set(name, args.methods, args.split, args.gap_markers)]
     table = [
         [
