@@ -18,6 +18,7 @@ from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.encoders.ranker import EncoderRanker
 from quoter.errors import QuoterError
 from quoter.languages import Language
+from quoter.quote_record import QuoteRecord
 from quoter.ranking import Query
 from quoter.sememes.alignment import SememeAnnotator
 from quoter.sememes.english import EnglishLexicon
@@ -332,20 +333,22 @@ def test_a_quote_is_read_after_its_prompt_and_before_its_gloss_when_glosses_are_
     model, tokenizer = tiny
     config = QuoteEncoderConfig(pooling=Pooling(PoolingMode.MEAN, prompt="the "), gloss=True)
     encoder = QuoteEncoder(model, tokenizer, config)
-    (row,) = encoder.rows(["cat sat"], ["a dog"])
+    (row,) = encoder.rows([QuoteRecord("cat sat", gloss="a dog")])
     tokens = tokenizer.convert_ids_to_tokens(row.input_ids)
     assert tokens == ["[CLS]", "the", "cat", "sat", "[SEP]", "a", "dog", "[SEP]"]
-    vector = encoder.encode(["cat sat"], glosses=["a dog"])[0]
+    vector = encoder.encode_records([QuoteRecord("cat sat", gloss="a dog")])[0]
     np.testing.assert_allclose(vector, mean_state(model, tokenizer, "the cat sat [SEP] a dog"), atol=1e-5)
     off = QuoteEncoder(model, tokenizer, QuoteEncoderConfig(pooling=Pooling(PoolingMode.MEAN, prompt="the ")))
-    np.testing.assert_allclose(off.encode(["cat sat"], glosses=["a dog"]), encoder.encode(["cat sat"]), atol=1e-6)
+    np.testing.assert_allclose(
+        off.encode_records([QuoteRecord("cat sat", gloss="a dog")]), encoder.encode(["cat sat"]), atol=1e-6
+    )
 
 
 def test_sememes_stay_on_the_quote_words_behind_a_prompt_and_before_a_gloss(tiny):
     model, tokenizer = tiny
     config = QuoteEncoderConfig(alpha=1.0, pooling=Pooling(PoolingMode.MEAN, prompt="a "), gloss=True)
     encoder = QuoteEncoder(model, tokenizer, config, english_annotator({"cat": frozenset({0})}))
-    (row,) = encoder.rows(["the cat"], ["cat"])
+    (row,) = encoder.rows([QuoteRecord("the cat", gloss="cat")])
     tokens = tokenizer.convert_ids_to_tokens(row.input_ids)
     assert tokens == ["[CLS]", "a", "the", "cat", "[SEP]", "cat", "[SEP]"]
     assert [(term.token, term.sememe) for term in row.sememes] == [(3, 0)]

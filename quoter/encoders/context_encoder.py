@@ -90,13 +90,10 @@ class ContextEncoder(nn.Module):
         return self.tokenizer(text, add_special_tokens=False)["input_ids"] if text else []
 
     def _gap_ids(self) -> list[int]:
-        mode, t = self.config.pooling.mode, self.tokenizer
-        if mode is PoolingMode.MASK:
-            return [t.mask_token_id]
-        if mode is PoolingMode.CLS:
-            return [t.sep_token_id]
-        if self.config.gap is GapMarker.MASK:
-            return [t.mask_token_id]
+        if self.config.uses_mask_token():
+            return [self.tokenizer.mask_token_id]
+        if self.config.pooling.mode is PoolingMode.CLS:
+            return [self.tokenizer.sep_token_id]
         return self._ids(GAP_TEXT) if self.config.gap is GapMarker.TEXT else []
 
     def rows(self, queries: Sequence[Query]) -> list[ContextRow]:

@@ -8,7 +8,7 @@ embedder gives nearly the same vector for any input, so pooling must follow the 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -114,8 +114,4 @@ def choose_pooling(choice: PoolingChoice, native: EncoderPooling) -> EncoderPool
     if choice is PoolingChoice.CLS:
         return EncoderPooling(Pooling(PoolingMode.CLS), Pooling(PoolingMode.CLS), GapMarker.MASK)
     mean = PoolingMode.MEAN
-    return EncoderPooling(
-        Pooling(mean, native.context.prompt, native.context.normalize, native.context.scale),
-        Pooling(mean, native.quote.prompt, native.quote.normalize, native.quote.scale),
-        native.gap,
-    )
+    return replace(native, context=replace(native.context, mode=mean), quote=replace(native.quote, mode=mean))

@@ -90,23 +90,20 @@ class QuoteEncoder(nn.Module):
             nn.init.normal_(self.sememe_embeddings.weight, std=getattr(model.config, "initializer_range", 0.02))
             self.sememe_embeddings.to(model.device)
 
-    def text(self, quote: str, gloss: str = "") -> str:
-        """What the model reads for a quote: the prompt, the quote, and (when glosses are on) its gloss (for a
-        record: `QuoteRecord.description`, the gloss and the source) after the separator token. Truncation
-        cuts the end, so a long gloss never pushes the quote out."""
+    def text(self, quote: str, description: str = "") -> str:
+        """What the model reads for a quote: the prompt, the quote, and (when glosses are on) its description
+        (`QuoteRecord.description`: gloss and source) after the separator token. Truncation cuts the end, so
+        a long description never pushes the quote out."""
         text = self.config.pooling.prompt + quote
-        if self.config.gloss and gloss.strip():
-            text += f" {self.tokenizer.sep_token} {gloss.strip()}"
+        if self.config.gloss and description.strip():
+            text += f" {self.tokenizer.sep_token} {description.strip()}"
         return text
 
-    def rows(self, quotes: Sequence[str], glosses: Sequence[str] | None = None) -> list[QuoteRow]:
-        """Tokenize quotes (with their glosses when given and switched on; truncated to max_length) and align
-        the quotes' words' sememes to tokens by offsets."""
-        glosses = glosses if glosses is not None else [""] * len(quotes)
-        if len(glosses) != len(quotes):
-            raise ValueError(f"{len(quotes)} quotes but {len(glosses)} glosses")
+    def rows(self, records: Sequence[QuoteRecord]) -> list[QuoteRow]:
+        """Tokenize quotes (with their descriptions when glosses are on; truncated to max_length) and align the
+        quotes' words' sememes to tokens by offsets."""
         encoded = self.tokenizer(
-            [self.text(quote, gloss) for quote, gloss in zip(quotes, glosses)],
+            [self.text(record.text, record.description) for record in records],
             truncation=True,
             max_length=self.max_length,
             return_offsets_mapping=True,
@@ -114,14 +111,14 @@ class QuoteEncoder(nn.Module):
         )
         shift = len(self.config.pooling.prompt)
         rows = []
-        for index, quote in enumerate(quotes):
+        for index, record in enumerate(records):
             terms: list[TokenSememe] = []
             if self._sememes_on():
                 # Sememes belong to the quote's words: spans moved past the prompt, and the gloss after the
                 # quote overlaps none of them.
                 spans = [
                     replace(span, start=span.start + shift, end=span.end + shift)
-                    for span in self.annotator.spans(quote)
+                    for span in self.annotator.spans(record.text)
                 ]
                 terms = token_sememes(encoded["offset_mapping"][index], encoded["special_tokens_mask"][index], spans)
             rows.append(QuoteRow(encoded["input_ids"][index], terms))
@@ -152,9 +149,9 @@ class QuoteEncoder(nn.Module):
             torch.tensor(weights, dtype=torch.float32, device=device),
         )
 
-    def prepare(self, quotes: Sequence[str], glosses: Sequence[str] | None = None) -> QuoteBatch:
+    def prepare(self, quotes: Sequence[str]) -> QuoteBatch:
         """Model inputs for a batch of quotes."""
-        return self.collate(self.rows(quotes, glosses))
+        return self.collate(self.rows([QuoteRecord(quote) for quote in quotes]))
 
     def input_embeddings(self, batch: QuoteBatch) -> torch.Tensor:
         """Token embeddings with alpha * (mean sememe embedding of the token's word) added (Eq. 6)."""
@@ -178,15 +175,15 @@ class QuoteEncoder(nn.Module):
         first = torch.zeros(len(batch.input_ids), dtype=torch.long, device=batch.input_ids.device)
         return self.config.pooling.pool(output.last_hidden_state, batch.attention_mask, first)
 
-    def encode(self, quotes: Sequence[str], batch_size: int = 32, glosses: Sequence[str] | None = None) -> np.ndarray:
+    def encode(self, quotes: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """Quote vectors as a float32 array (len(quotes), hidden), computed without gradients."""
-        rows = self.rows(quotes, glosses) if quotes else []
-        dim = self.model.config.hidden_size
-        return encode_rows(self, rows, lambda row: len(row.input_ids), self.collate, batch_size, dim)
+        return self.encode_records([QuoteRecord(quote) for quote in quotes], batch_size)
 
     def encode_records(self, records: Sequence[QuoteRecord], batch_size: int = 32) -> np.ndarray:
         """Vectors of quote records, each read with its gloss and source when glosses are on."""
-        return self.encode([r.text for r in records], batch_size, [r.description for r in records])
+        rows = self.rows(records) if records else []
+        dim = self.model.config.hidden_size
+        return encode_rows(self, rows, lambda row: len(row.input_ids), self.collate, batch_size, dim)
 
     def save(self, folder: Path) -> None:
         """Save model, tokenizer, sememe embeddings (safetensors) and settings; replaces `folder` atomically."""

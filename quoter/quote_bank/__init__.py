@@ -36,7 +36,7 @@ def read_quote_bank_file(path: str | Path, require_source: bool = True) -> list[
     except UnicodeDecodeError as error:
         raise InputError(f"not UTF-8 ({error.reason} at byte {error.start})", path) from None
     except OSError as error:
-        raise InputError(f"cannot read the quote bank file: {error.strerror or error}", path) from None
+        raise InputError(f"cannot read the quote list: {error.strerror or error}", path) from None
     records: list[QuoteRecord] = []
     seen: dict[str, int] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
@@ -60,7 +60,7 @@ def read_quote_bank_file(path: str | Path, require_source: bool = True) -> list[
         seen[quote] = number
         records.append(QuoteRecord(quote, source, gloss))
     if not records:
-        raise InputError("no quotes in the quote bank file", path)
+        raise InputError("no quotes in the quote list", path)
     return records
 
 

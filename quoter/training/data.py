@@ -4,6 +4,7 @@ LightningDataModule that serves batches of sample indices (the modules hold the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pytorch_lightning as pl
@@ -22,11 +23,15 @@ class TrainingData:
     `train_quote_ids` are the quotes of the train split, in id order: the only quotes training may use as
     negatives, so valid- and test-only quotes stay unseen until evaluation."""
 
-    quotes: list[str]
+    records: list[QuoteRecord]  # the quote set with sources and glosses, in id order
     train: list[Sample]
     valid: list[Sample]
     train_quote_ids: np.ndarray
-    records: list[QuoteRecord]  # the quotes with their sources and glosses, in id order
+
+    @cached_property
+    def quotes(self) -> list[str]:
+        """The quote texts, in id order."""
+        return [record.text for record in self.records]
 
     @classmethod
     def from_dataset(cls, dataset: QuoteDataset, max_valid: int | None = None) -> TrainingData:
@@ -40,7 +45,7 @@ class TrainingData:
             picks = np.linspace(0, len(valid) - 1, max_valid).round().astype(int)
             valid = [valid[i] for i in picks]
         train_quote_ids = np.flatnonzero(dataset.quote_counts("train") > 0)
-        return cls(list(dataset.quotes), train, valid, train_quote_ids, dataset.quote_records())
+        return cls(dataset.quote_records(), train, valid, train_quote_ids)
 
 
 class QuoteDataModule(pl.LightningDataModule):

@@ -33,7 +33,7 @@ class JointModule(StageModule):
         super().__init__(context_encoder, data, stage)
         self.quote_encoder = quote_encoder
         self.negatives = negatives
-        self.quote_rows = quote_encoder.rows(data.quotes, [record.description for record in data.records])
+        self.quote_rows = quote_encoder.rows(data.records)
 
     def on_train_epoch_start(self) -> None:
         if self.negatives.needs_mining(self.current_epoch):
