@@ -12,9 +12,12 @@ again gives the same file.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from pathlib import Path
+
+from idiom_dictionary import read_idioms
+
+from quoter.quote_bank import read_quote_bank_file
 
 REPO = Path(__file__).resolve().parent.parent
 PUNCTUATION = re.compile(r"[\s，。！？；：、“”‘’（）《》…—,.!?;:]")
@@ -22,24 +25,17 @@ PUNCTUATION = re.compile(r"[\s，。！？；：、“”‘’（）《》…�
 
 def idiom_explanations(path: Path) -> dict[str, str]:
     """Idiom (punctuation removed) -> its explanation, for every idiom that has one."""
-    explanations = {}
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            record = json.loads(line)
-            explanation = " ".join(str(record.get("explanation", "")).split())
-            if explanation and explanation != "无":
-                explanations[PUNCTUATION.sub("", record["idiom"])] = explanation
-    return explanations
+    return {
+        PUNCTUATION.sub("", text): idiom.explanation for text, idiom in read_idioms(path).items() if idiom.explanation
+    }
 
 
 def add_glosses(bank: Path, explanations: dict[str, str]) -> tuple[int, int]:
     """Rewrite the bank with the dictionary's glosses; return (quotes, quotes with a gloss)."""
-    lines = bank.read_text(encoding="utf-8").splitlines()
-    rows = [(line.split("\t") + ["", ""])[:3] for line in lines[1:] if line.strip()]
-    glossed = [(quote, source, explanations.get(PUNCTUATION.sub("", quote), gloss)) for quote, source, gloss in rows]
-    text = "quote\tsource\tgloss\n" + "".join(f"{q}\t{s}\t{g}\n" for q, s, g in glossed)
-    bank.write_text(text, encoding="utf-8")
-    return len(glossed), sum(1 for *_, gloss in glossed if gloss)
+    records = read_quote_bank_file(bank)
+    rows = [(r.text, r.source, explanations.get(PUNCTUATION.sub("", r.text), r.gloss)) for r in records]
+    bank.write_text("quote\tsource\tgloss\n" + "".join(f"{q}\t{s}\t{g}\n" for q, s, g in rows), encoding="utf-8")
+    return len(rows), sum(1 for *_, gloss in rows if gloss)
 
 
 def main() -> None:

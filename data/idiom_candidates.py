@@ -45,13 +45,15 @@ from pathlib import Path
 import bm25s
 import jieba
 import numpy as np
+from idiom_dictionary import read_idioms
+
+from quoter.datasets import load_dataset
 
 SEED = 13
 FORM_DISTRACTORS = 3
 MEANING_DISTRACTORS = 3
 TOP_K = 256  # BM25 hits sorted first; the rest only if these run out of eligible entries
 SYNONYM_RATIO = 0.6  # meanings this close both ways are synonyms (see CandidateChooser.synonym)
-NONE_MARK = "无"  # what the idiom dictionary writes for a missing explanation
 WORD = re.compile(r"\w")
 
 
@@ -65,24 +67,17 @@ class Entry:
 
 def read_pool(idioms_path: Path, set_quotes: list[str]) -> list[Entry]:
     """All idioms of the dictionary (file order, first record of a text wins), then the set's other quotes."""
-    entries: dict[str, Entry] = {}
-    with idioms_path.open(encoding="utf-8") as lines:
-        for line in lines:
-            if line.strip():
-                record = json.loads(line)
-                explanation = record.get("explanation", "").strip()
-                text = record["idiom"].strip()
-                entries.setdefault(text, Entry(text, "" if explanation == NONE_MARK else explanation))
+    entries = {text: Entry(text, idiom.explanation) for text, idiom in read_idioms(idioms_path).items()}
     for quote in set_quotes:
         entries.setdefault(quote, Entry(quote, ""))
     return list(entries.values())
 
 
-def read_lines(data_dir: Path) -> tuple[list[str], range]:
-    """The quote (column 2) of every line of DIR/data.txt and the test split's line range from splits.json."""
-    quotes = [line.rstrip("\n").split("\t")[1] for line in (data_dir / "data.txt").open(encoding="utf-8")]
-    start, end = json.loads((data_dir / "splits.json").read_text(encoding="utf-8"))["test"]
-    return quotes, range(start, end)
+def read_lines(data_dir: Path) -> tuple[list[str], list[int]]:
+    """The quote of every line of DIR/data.txt and the 0-based lines of its test split."""
+    dataset = load_dataset(data_dir / "data.txt")
+    quotes = [dataset.quotes[sample.quote_id] for sample in dataset.samples]
+    return quotes, [sample.line - 1 for sample in dataset.split("test")]
 
 
 def words(text: str) -> list[str]:
@@ -185,7 +180,7 @@ class CandidateChooser:
         yield from np.lexsort((self.rank, -scores)).tolist()
 
 
-def candidate_lines(quotes: list[str], test: range, chooser: CandidateChooser, seed: int) -> Iterator[dict]:
+def candidate_lines(quotes: list[str], test: list[int], chooser: CandidateChooser, seed: int) -> Iterator[dict]:
     """One {"line", "candidates"} record per test line: the gold and its distractors in a seeded order."""
     cache: dict[str, list[str]] = {}
     for line in test:
