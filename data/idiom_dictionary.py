@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from quoter.datasets.build.quote_lists import collapse_whitespace
+from quoter.datasets.mining.quote_lists import collapse_whitespace
 
 NONE_MARK = "无"  # what the dictionary writes for a missing source or explanation
 CONTROL = re.compile(r"[\t\r\n]")

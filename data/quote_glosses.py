@@ -27,7 +27,7 @@ from pathlib import Path
 from idiom_dictionary import Idiom, read_idioms
 
 from quoter.datasets import load_dataset
-from quoter.datasets.build.quote_lists import collapse_whitespace, read_quote_list
+from quoter.datasets.mining.quote_lists import collapse_whitespace, read_quote_list
 from quoter.evaluation.candidates import read_candidates
 from quoter.quote_record import QuoteRecord
 

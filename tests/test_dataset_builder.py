@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from quoter.datasets import load_dataset
-from quoter.datasets.build import BuildConfig, build_dataset
-from quoter.datasets.build.corpus import CorpusFile, read_blocks
-from quoter.datasets.build.sentences import choose_splitter, split_english
+from quoter.datasets.mining import BuildConfig, build_dataset
+from quoter.datasets.mining.corpus import CorpusFile, read_blocks
+from quoter.datasets.mining.sentences import choose_splitter, split_english
 from quoter.errors import InputError, QuoterError
 from quoter.languages import Language
 

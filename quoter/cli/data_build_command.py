@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from quoter.datasets.build import BuildConfig, build_dataset
+from quoter.datasets.mining import BuildConfig, build_dataset
 from quoter.languages import Language
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import ahocorasick
 
-from quoter.datasets.build.matching_text import MatchingForm, MatchText
+from quoter.datasets.mining.matching_text import MatchingForm, MatchText
 
 
 @dataclass(frozen=True)

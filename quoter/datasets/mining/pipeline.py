@@ -15,15 +15,15 @@ from tqdm import tqdm
 
 from quoter.atomic_files import write_folder_atomic
 from quoter.datasets import dataset_stats, load_dataset, render_stats
-from quoter.datasets.build.chinese_script import traditional_to_simplified
-from quoter.datasets.build.config import BuildConfig
-from quoter.datasets.build.corpus import Block, corpus_files, read_blocks
-from quoter.datasets.build.matcher import QuoteMatcher
-from quoter.datasets.build.matching_text import MatchingForm, MatchText
-from quoter.datasets.build.occurrences import ContextCutter, Occurrence, assemble, quotation_end, resolve
-from quoter.datasets.build.quote_lists import ExampleSentence, QuoteEntry, read_examples, read_quote_list
-from quoter.datasets.build.report import BuildReport
-from quoter.datasets.build.selection import (
+from quoter.datasets.mining.chinese_script import traditional_to_simplified
+from quoter.datasets.mining.config import BuildConfig
+from quoter.datasets.mining.corpus import Block, corpus_files, read_blocks
+from quoter.datasets.mining.matcher import QuoteMatcher
+from quoter.datasets.mining.matching_text import MatchingForm, MatchText
+from quoter.datasets.mining.occurrences import ContextCutter, Occurrence, assemble, quotation_end, resolve
+from quoter.datasets.mining.quote_lists import ExampleSentence, QuoteEntry, read_examples, read_quote_list
+from quoter.datasets.mining.report import BuildReport
+from quoter.datasets.mining.selection import (
     Pair,
     PairCollector,
     Split,
@@ -32,8 +32,8 @@ from quoter.datasets.build.selection import (
     split_pairs,
     zero_shot_count,
 )
-from quoter.datasets.build.sentences import choose_splitter
-from quoter.datasets.build.sources import SelfCitations, read_sources
+from quoter.datasets.mining.sentences import choose_splitter
+from quoter.datasets.mining.sources import SelfCitations, read_sources
 from quoter.errors import QuoterError
 
 OUTPUT_FILES = ("data.txt", "splits.json", "stats.md")

@@ -6,7 +6,7 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from quoter.datasets.build.matcher import QuoteMatcher, SentenceMatch
+from quoter.datasets.mining.matcher import QuoteMatcher, SentenceMatch
 
 WHITESPACE = re.compile(r"\s+")
 ENGLISH_UNIT = re.compile(r"\S+")

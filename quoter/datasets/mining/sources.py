@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from quoter.datasets.build.quote_lists import collapse_whitespace
+from quoter.datasets.mining.quote_lists import collapse_whitespace
 from quoter.errors import InputError
 from quoter.text_lines import decoded_lines
 
