@@ -1,7 +1,7 @@
 """Recommendation quality on every development set, in one run (a benchmark, not a test).
 
     python -m benchmarks.quality [--split test|valid] [--sets en zh-modern zh-classical example]
-                                 [--methods bm25 crm mask native native+gloss plain] [--gap-markers]
+                                 [--methods bm25 crm mask native native+gloss plain hybrid hybrid-rrf] [--gap-markers]
 
 For each set (built by `make -C data en|zh-modern|zh-classical`; `example` is the built-in example set) it
 prints MRR, R@1 and R@10 over the full quote set of:
@@ -9,6 +9,8 @@ prints MRR, R@1 and R@10 over the full quote set of:
   mask                 the zero-shot encoder read the paper's way ([MASK] for contexts, [CLS] for quotes);
   native               the zero-shot encoder with the model's native pooling (mean, cosine, e5 prompts);
   native+gloss         the same, each quote read with its gloss (the set's glosses.tsv);
+  hybrid, hybrid-rrf   native+gloss fused with bm25 (over quote, gloss and source) and crm, by z-scores or
+                       reciprocal ranks, the weights fitted on the valid split (`quoter evaluate --method hybrid`);
   plain                an independent baseline written here with plain transformers on the same model:
                        mean pooling, cosine, e5 prompts for e5, the gap written as '___'.
 Where the set has a candidate file (zh-modern: candidates.jsonl), multiple-choice accuracy too.
@@ -37,6 +39,7 @@ from quoter.encoders.model_sources import default_model, resolve_model
 from quoter.encoders.pooling import GapMarker, PoolingChoice
 from quoter.evaluation import evaluate
 from quoter.evaluation.candidates import read_candidates
+from quoter.fusion import FusionRule
 from quoter.languages import Language
 from quoter.methods import MethodOptions, build_ranker
 from quoter.ranking import Query, Ranker
@@ -51,7 +54,7 @@ SETS = {
     "zh-classical": (BUILT / "zh-classical" / "data.txt", Language.ZH_CLASSICAL),
     "example": (Path(quoter.__file__).parent / "examples" / "proverbs.tsv", Language.EN),
 }
-METHODS = ("bm25", "crm", "mask", "native", "native+gloss", "plain")
+METHODS = ("bm25", "crm", "mask", "native", "native+gloss", "plain", "hybrid", "hybrid-rrf")
 E5_MODELS = ("offline:me5-small",)
 
 
@@ -107,8 +110,10 @@ def build(method: str, dataset: QuoteDataset, language: Language, gap: GapMarker
     if method == "plain":
         return PlainMeanPooling(default_model(language), dataset.quotes)
     pooling = PoolingChoice.MASK if method == "mask" else PoolingChoice.NATIVE
-    options = MethodOptions(lang=language, pooling=pooling, gap=gap, gloss=method == "native+gloss")
-    return build_ranker("encoder", dataset, options)
+    gloss = method in ("native+gloss", "hybrid", "hybrid-rrf")
+    fusion = FusionRule.RRF if method == "hybrid-rrf" else FusionRule.ZSCORE
+    options = MethodOptions(lang=language, pooling=pooling, gap=gap, gloss=gloss, fusion=fusion)
+    return build_ranker("hybrid" if method.startswith("hybrid") else "encoder", dataset, options)
 
 
 def run_set(name: str, methods: Sequence[str], split: str, gap_markers: bool) -> list[Row]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import json
 import os
 import shutil
@@ -10,15 +12,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from quoter.errors import InputError
 
-def write_text_atomic(path: str | Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file in the same folder, then rename it into place."""
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file in the same folder, then rename it into place."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -27,9 +31,26 @@ def write_text_atomic(path: str | Path, text: str) -> None:
         raise
 
 
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write `text` as UTF-8 (line ends as given), atomically."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
 def write_json_atomic(path: str | Path, data: Any) -> None:
     """Write `data` as indented UTF-8 JSON, atomically."""
     write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def check_output_file(path: Path, what: str = "output") -> None:
+    """Refuse, before any work, a path where the file `what` cannot be written: a folder, or a place without
+    a writable folder."""
+    if path.is_dir():
+        raise InputError(f"is a folder; give the {what} a file name", path=path)
+    folder = path.parent
+    while not folder.exists():  # the folders still missing are created when the file is written
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write the {what} here: {folder} is not a writable folder", path=path)
 
 
 FOLDER_MODE = 0o755  # mkdtemp makes 0700 folders; caches and saved encoders are meant to be shared
@@ -62,16 +83,54 @@ def build_folder_once(target: Path, build: Callable[[Path], None]) -> Path:
 
 def write_folder_atomic(target: Path, build: Callable[[Path], None]) -> None:
     """Write `target` with `build(folder)`, replacing any folder already there only once the new one is
-    complete."""
+    complete and on disk. Where the system can swap two folders in one step (Linux), a kill at any moment
+    leaves the old folder or the new one; elsewhere there is a moment between two renames without either."""
     building = _temporary_sibling(target, "tmp")
     try:
         build(building)
-        if target.exists():
+        _fsync_tree(building)
+        if not target.exists():
+            building.rename(target)
+        elif not _exchange(building, target):
             old = _temporary_sibling(target, "old")
             target.rename(old / target.name)
             building.rename(target)
             shutil.rmtree(old, ignore_errors=True)
-        else:
-            building.rename(target)
+        fsync_path(target.parent)
     finally:
+        # After a swap this is the old folder.
         shutil.rmtree(building, ignore_errors=True)
+
+
+def fsync_path(path: Path) -> None:
+    """Flush a file, or a folder's entries (new files, renames), to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(folder: Path) -> None:
+    """Flush every file and folder under `folder` to disk, so that a rename never makes a folder of
+    unwritten files visible."""
+    for path in [*folder.rglob("*"), folder]:
+        if not path.is_symlink():
+            fsync_path(path)
+
+
+AT_FDCWD = -100
+RENAME_EXCHANGE = 2
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two paths in one step with Linux's renameat2; False where the system cannot."""
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        return False
+    if renameat2(AT_FDCWD, os.fsencode(first), AT_FDCWD, os.fsencode(second), RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # a file system or kernel without the swap
+        return False
+    raise OSError(code, os.strerror(code), str(second))

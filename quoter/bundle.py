@@ -11,13 +11,17 @@ safetensors file, and the settings JSON.
                                   pooling and gloss settings)
     quotes.jsonl                  {"quote", "source"[, "gloss"]}, one per line; a quote's id is its line number
     quote_vectors.safetensors     {"vectors": float32 (quotes, hidden)}, encoded by the quote encoder
+    known_contexts.jsonl          (hybrid bundles) {"left", "right", "quote_id"}: the training contexts CRM reads
+
+A hybrid bundle (trained with fusion on) also records in bundle.json the fusion of its dense scores with BM25
+and CRM that was fitted on the valid split; its ranker then ranks by that fused score.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +30,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from quoter.atomic_files import write_folder_atomic
+from quoter.baselines.lexical_signals import lexical_signals
+from quoter.datasets import Sample
 from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.model_sources import default_model, load_pretrained, native_pooling
@@ -33,8 +39,10 @@ from quoter.encoders.pooling import GapMarker, Pooling, PoolingChoice, choose_po
 from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.encoders.ranker import EncoderRanker
 from quoter.errors import InputError
+from quoter.fusion import Fusion, HybridRanker, Signal
 from quoter.languages import Language
 from quoter.quote_record import QuoteRecord
+from quoter.ranking import Ranker
 from quoter.sememes.alignment import SememeAnnotator
 from quoter.sememes.sources import LexiconConfig, load_lexicon
 
@@ -45,6 +53,8 @@ CONTEXT_FOLDER = "context_encoder"
 QUOTE_FOLDER = "quote_encoder"
 QUOTES_FILE = "quotes.jsonl"
 VECTORS_FILE = "quote_vectors.safetensors"
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
+KNOWN_CONTEXTS_FILE = "known_contexts.jsonl"
 
 
 @dataclass
@@ -58,14 +68,32 @@ class Bundle:
     quote_vectors: np.ndarray
     lexicon: LexiconConfig | None = None
     info: dict[str, Any] = field(default_factory=dict)  # how it was made: model, settings, metrics
+    fusion: Fusion | None = None  # hybrid bundles: how dense, BM25 and CRM scores are fused
+    known_contexts: list[Sample] = field(default_factory=list)  # hybrid bundles: CRM's training contexts
 
     def __post_init__(self) -> None:
         if self.quote_vectors.shape[0] != len(self.quotes):
             raise ValueError(f"{len(self.quotes)} quotes but {self.quote_vectors.shape[0]} quote vectors")
 
-    def ranker(self, batch_size: int = 32) -> EncoderRanker:
-        """A Ranker over the bundle's quote set with its frozen vectors."""
-        return EncoderRanker(self.context_encoder, self.quote_vectors, batch_size)
+    def ranker(self, batch_size: int = 32) -> Ranker:
+        """A Ranker over the bundle's quote set with its frozen vectors, fused with the lexical signals when
+        the bundle is hybrid."""
+        return self.ranker_over(self.quotes, self.quote_vectors, batch_size)
+
+    def ranker_over(self, records: Sequence[QuoteRecord], vectors: np.ndarray, batch_size: int = 32) -> Ranker:
+        """The bundle's ranking over another quote set (its vectors encoded by this bundle): CRM keeps the
+        known contexts of the quotes the set shares with the bundle."""
+        dense = EncoderRanker(self.context_encoder, vectors, batch_size)
+        if self.fusion is None:
+            return dense
+        id_of = {record.text: index for index, record in enumerate(records)}
+        contexts = [
+            replace(sample, quote_id=id_of[self.quotes[sample.quote_id].text])
+            for sample in self.known_contexts
+            if self.quotes[sample.quote_id].text in id_of
+        ]
+        signals = {"dense": Signal(dense), **lexical_signals(records, contexts, self.language)}
+        return HybridRanker(signals, self.fusion)
 
     def save(self, folder: str | Path) -> None:
         """Write the bundle; `folder` is replaced only once the new bundle is complete."""
@@ -76,6 +104,10 @@ class Bundle:
             self.quote_encoder.save(target / QUOTE_FOLDER)
             lines = (json.dumps(q.to_json(), ensure_ascii=False) for q in self.quotes)
             (target / QUOTES_FILE).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+            if self.fusion is not None:
+                contexts = ({"left": s.left, "right": s.right, "quote_id": s.quote_id} for s in self.known_contexts)
+                text = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in contexts)
+                (target / KNOWN_CONTEXTS_FILE).write_text(text, encoding="utf-8")
             vectors = torch.from_numpy(np.ascontiguousarray(self.quote_vectors, dtype=np.float32))
             save_file({"vectors": vectors}, str(target / VECTORS_FILE))
             settings = {
@@ -88,6 +120,7 @@ class Bundle:
                     "gap": self.context_encoder.config.gap.value,
                 },
                 "lexicon": None if self.lexicon is None else _lexicon_to_json(self.lexicon),
+                "fusion": None if self.fusion is None else self.fusion.to_json(),
                 "info": self.info,
             }
             (target / SETTINGS_FILE).write_text(json.dumps(settings, ensure_ascii=False, indent=2) + "\n", "utf-8")
@@ -98,6 +131,11 @@ class Bundle:
     def load(cls, folder: str | Path) -> Bundle:
         """Load a bundle written by `save`; its lexicon is loaded too, so new quotes get their sememes."""
         folder = Path(folder)
+        if not folder.is_dir():
+            raise InputError(
+                f"not a Quoter bundle: {'a file' if folder.exists() else 'nothing'} there, not a folder", path=folder
+            )
+        _refuse_pickles(folder)
         settings = _read_settings(folder / SETTINGS_FILE)
         language = Language(settings["language"])
         context_settings = settings["context_encoder"]
@@ -110,14 +148,18 @@ class Bundle:
         model, tokenizer = load_pretrained(str(folder / CONTEXT_FOLDER))
         lexicon = None if settings["lexicon"] is None else _lexicon_from_json(settings["lexicon"])
         annotator = None if lexicon is None else SememeAnnotator(load_lexicon(lexicon, language), language)
+        quotes = read_quote_records(folder / QUOTES_FILE)
+        fusion = None if settings.get("fusion") is None else Fusion.from_json(settings["fusion"])
         return cls(
             language=language,
             context_encoder=ContextEncoder(model, tokenizer, context_config),
             quote_encoder=QuoteEncoder.load(folder / QUOTE_FOLDER, annotator),
-            quotes=read_quote_records(folder / QUOTES_FILE),
+            quotes=quotes,
             quote_vectors=load_file(str(folder / VECTORS_FILE))["vectors"].numpy(),
             lexicon=lexicon,
             info=settings.get("info", {}),
+            fusion=fusion,
+            known_contexts=[] if fusion is None else read_known_contexts(folder / KNOWN_CONTEXTS_FILE, len(quotes)),
         )
 
     @classmethod
@@ -158,6 +200,33 @@ def read_quote_records(path: Path) -> list[QuoteRecord]:
         except (json.JSONDecodeError, KeyError, TypeError):
             raise InputError('expected {"quote": ..., "source": ...}', path=path, line=number) from None
     return records
+
+
+def read_known_contexts(path: Path, n_quotes: int) -> list[Sample]:
+    """Read a hybrid bundle's known_contexts.jsonl; a bad line is reported with its number."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise InputError("a hybrid bundle needs its known contexts, and the file is missing", path=path) from None
+    samples = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            item = json.loads(line)
+            sample = Sample(str(item["left"]), int(item["quote_id"]), str(item["right"]), number)
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            raise InputError('expected {"left": ..., "right": ..., "quote_id": ...}', path=path, line=number) from None
+        if not 0 <= sample.quote_id < n_quotes:
+            raise InputError(f"quote_id {sample.quote_id} is not a quote of the bundle", path=path, line=number)
+        samples.append(sample)
+    return samples
+
+
+def _refuse_pickles(folder: Path) -> None:
+    """A bundle holds no pickled file: loading one can run any code it carries (transformers would load a
+    pytorch_model.bin where model.safetensors is missing)."""
+    for path in sorted(folder.rglob("*")):
+        if path.suffix.lower() in PICKLE_SUFFIXES:
+            raise InputError("a bundle holds no pickled files (they can run code when loaded): refused", path=path)
 
 
 def _lexicon_to_json(lexicon: LexiconConfig) -> dict[str, str | None]:

@@ -5,13 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from quoter.baselines import BM25Ranker, CRMRanker, LexicalConfig
 from quoter.baselines.crm import Aggregate
+from quoter.baselines.lexical_signals import lexical_signals
 from quoter.datasets import QuoteDataset
 from quoter.encoders.pooling import GapMarker, PoolingChoice
-from quoter.errors import QuoterError
+from quoter.errors import InputError, QuoterError
+from quoter.fusion import FusionRule, Signal, fit_hybrid
 from quoter.languages import Language
-from quoter.ranking import Ranker
+from quoter.ranking import Query, Ranker
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,7 @@ class MethodOptions:
     gloss: bool = False  # encoder: quotes are read with their glosses
     encode_batch_size: int = 32
     bundle: str | None = None  # bundle: the folder of a trained (or zero-shot) bundle
+    fusion: FusionRule = FusionRule.ZSCORE  # hybrid: how the signals' scores are made comparable
 
 
 def _bm25(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
@@ -55,10 +60,7 @@ def _encoder(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
 
 
 def _bundle(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
-    import numpy as np
-
     from quoter.bundle import Bundle
-    from quoter.encoders.ranker import EncoderRanker
 
     if options.bundle is None:
         raise QuoterError("the bundle method needs a bundle folder (--bundle DIR)")
@@ -76,7 +78,18 @@ def _bundle(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
     if missing:
         new_rows = [index for index, quote in enumerate(dataset.quotes) if quote not in row_of]
         vectors[new_rows] = bundle.quote_encoder.encode_records(missing, options.encode_batch_size)
-    return EncoderRanker(bundle.context_encoder, vectors, options.encode_batch_size)
+    return bundle.ranker_over(records, vectors, options.encode_batch_size)
+
+
+def _hybrid(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
+    valid = dataset.split("valid")
+    if not valid:
+        raise InputError("hybrid fits its fusion on the valid split, which is empty", path=dataset.path)
+    lexical = lexical_signals(dataset.quote_records(), dataset.split("train"), options.lang, options.lexical)
+    signals = {"dense": Signal(_encoder(dataset, options)), **lexical}
+    queries = [Query(sample.left, sample.right) for sample in valid]
+    ranker, _ = fit_hybrid(signals, queries, [sample.quote_id for sample in valid], options.fusion)
+    return ranker
 
 
 METHODS: dict[str, Callable[[QuoteDataset, MethodOptions], Ranker]] = {
@@ -84,6 +97,7 @@ METHODS: dict[str, Callable[[QuoteDataset, MethodOptions], Ranker]] = {
     "crm": _crm,
     "encoder": _encoder,
     "bundle": _bundle,
+    "hybrid": _hybrid,
 }
 
 

@@ -26,3 +26,14 @@ def decoded_lines(path: Path, kind: str = "file") -> Iterator[tuple[int, str]]:
                     f"bytes at column {error.start + 1} are not valid UTF-8", path=path, line=number
                 ) from None
             yield number, text.rstrip("\r\n")
+
+
+def check_text(value: str, path: Path, line: int, field: str) -> str:
+    """`value`, refused when it holds a lone surrogate: JSON can escape one ("\\ud800"), but it is no
+    character, and neither UTF-8 nor a tokenizer takes it."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        message = f"character {error.start + 1} is a lone surrogate (U+{ord(value[error.start]):04X}), not text"
+        raise InputError(message, path=path, line=line, field=field) from None
+    return value

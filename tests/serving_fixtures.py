@@ -11,6 +11,8 @@ from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.languages import Language
 from tests.encoder_fixtures import tiny_model, tiny_tokenizer
 
+# A Host the app answers by default (a loopback server's); TestClient's own "testserver" would get 400.
+LOOPBACK_URL = "http://127.0.0.1"
 QUOTES = {
     Language.EN: [
         QuoteRecord("the cat sat on the mat", "Nursery"),

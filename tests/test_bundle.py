@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from quoter.bundle import Bundle, QuoteRecord
 from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
@@ -104,7 +105,19 @@ def test_vectors_must_match_the_quotes(chinese_bundle):
 def test_a_folder_that_is_not_a_bundle_is_a_clear_error(chinese_bundle, tmp_path):
     with pytest.raises(InputError, match="not a Quoter bundle"):
         Bundle.load(tmp_path)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(InputError, match="file: not a Quoter bundle: a file there, not a folder"):
+        Bundle.load(tmp_path / "file")
     chinese_bundle.save(tmp_path / "b")
     (tmp_path / "b" / "quotes.jsonl").write_text('{"quote": "a"}\nnot json\n', encoding="utf-8")
     with pytest.raises(InputError, match="quotes.jsonl:2"):
+        Bundle.load(tmp_path / "b")
+
+
+def test_a_bundle_with_a_pickled_file_is_refused_before_anything_is_loaded(chinese_bundle, tmp_path):
+    chinese_bundle.save(tmp_path / "b")
+    (tmp_path / "b" / "context_encoder" / "model.safetensors").unlink()
+    # transformers would load this in place of the missing safetensors file.
+    torch.save({"weights": torch.zeros(1)}, tmp_path / "b" / "context_encoder" / "pytorch_model.bin")
+    with pytest.raises(InputError, match="pytorch_model.bin: a bundle holds no pickled files"):
         Bundle.load(tmp_path / "b")

@@ -1,6 +1,7 @@
 """The `quoter` command as a user runs it: readable tables, a metrics file, one-line errors."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -66,6 +67,9 @@ def test_evaluate_runs_on_the_built_in_example_without_arguments():
         (["evaluate", "--data", "{bad}"], "{bad}:2: expected 3 tab-separated fields"),
         (["evaluate", "--data", "{planted}", "--part", "english"], "official 'english' part needs more"),
         (["data", "stats", "{planted}", "{planted}", "--splits", "x.json"], "--splits belongs to one data file"),
+        # Refused before the data is even read, so never after an evaluation.
+        (["evaluate", "--data", "{bad}", "--out", "."], ".: is a folder; give the metrics file a file name"),
+        (["evaluate", "--method", "bundle", "--bundle", "{bad}"], "bad.txt: not a Quoter bundle: a file there"),
     ],
 )
 def test_bad_input_is_one_clear_line_and_no_traceback(planted, tmp_path, args, message):
@@ -106,3 +110,16 @@ def test_evaluate_with_candidates_reports_the_multiple_choice_accuracy(planted, 
     candidates.write_text(json.dumps({"line": 24, "candidates": ["fortune favours the brave", "x"]}) + "\n")
     bad = quoter("evaluate", "--method", "bm25", "--data", str(planted), "--candidates", str(candidates))
     assert bad.returncode == 2 and "candidates.jsonl:1" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_evaluate_hybrid_fits_its_fusion_on_valid_and_reports_it(planted, tmp_path):
+    from tests.training_fixtures import write_model
+
+    model = write_model(tmp_path / "model")
+    out = tmp_path / "m.json"
+    result = quoter("evaluate", "--method", "hybrid", "--data", str(planted), "--model", str(model), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    # The tiny model is untrained noise, while CRM finds every planted context: the fit must lean on CRM.
+    crm_weight = re.search(r"fusion \(zscore: dense 1, bm25 [0-9.]+, crm ([0-9.]+)\)", result.stderr)
+    assert crm_weight is not None and float(crm_weight.group(1)) > 0
+    assert json.loads(out.read_text())["mrr"] == 1.0

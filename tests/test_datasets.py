@@ -101,6 +101,8 @@ def test_broken_tsv_lines_are_located(tmp_path, content, line, message):
         ('["a", "q", "b"]', "expected a JSON object"),
         ('{"left": "a", "quote": 3, "right": "b"}', "field 'quote'.*expected a string"),
         ('{"left": "a", "right": "b"}', "the quote is empty"),
+        # A lone surrogate is no text: the tokenizer would fail on it with a TypeError.
+        ('{"left": "a", "quote": "q", "right": "b\\ud800"}', "field 'right'.*character 2 is a lone surrogate"),
     ],
 )
 def test_broken_jsonl_lines_are_located(tmp_path, line, message):

@@ -14,7 +14,7 @@ from quoter.serving.language_choice import LanguageChoiceError, choose_hosted_la
 from quoter.serving.micro_batching import BatchingConfig
 from quoter.serving.recommender import Recommender, RecommenderConfig
 from quoter.serving.schemas import MAX_BATCH, MAX_CONTEXT_CHARS, MAX_K
-from tests.serving_fixtures import QUOTES, tiny_bundle
+from tests.serving_fixtures import LOOPBACK_URL, QUOTES, tiny_bundle
 
 KEY = "s3cret"
 
@@ -32,7 +32,7 @@ def make_app(bundles, languages=tuple(Language), api_key=KEY, batching=BatchingC
 
 @pytest.fixture
 def client(bundles):
-    with TestClient(make_app(bundles)) as client:
+    with TestClient(make_app(bundles), base_url=LOOPBACK_URL) as client:
         yield client
 
 
@@ -69,13 +69,13 @@ def test_left_only_and_default_k(client):
     ],
 )
 def test_an_unnamed_language_is_guessed_from_the_script(bundles, text, hosted, expected):
-    with TestClient(make_app(bundles, hosted)) as client:
+    with TestClient(make_app(bundles, hosted), base_url=LOOPBACK_URL) as client:
         body = client.post("/recommend", json={"left": text}).json()
     assert body["lang"] == expected and body["lang_guessed"] is True
 
 
 def test_a_single_bundle_needs_no_guess(bundles):
-    with TestClient(make_app(bundles, (Language.ZH,))) as client:
+    with TestClient(make_app(bundles, (Language.ZH,)), base_url=LOOPBACK_URL) as client:
         body = client.post("/recommend", json={"left": "the cat"}).json()
     assert body["lang"] == "zh" and body["lang_guessed"] is False
 
@@ -84,7 +84,7 @@ def test_ambiguous_or_unhosted_languages_are_422(client, bundles):
     response = client.post("/recommend", json={"left": "我喜欢学习"})  # no function word tells zh from classical
     assert response.status_code == 422 and "name lang" in response.json()["detail"]
     assert client.post("/recommend", json={"left": "123 !"}).status_code == 422
-    with TestClient(make_app(bundles, (Language.ZH, Language.ZH_CLASSICAL))) as other:
+    with TestClient(make_app(bundles, (Language.ZH, Language.ZH_CLASSICAL)), base_url=LOOPBACK_URL) as other:
         response = other.post("/recommend", json={"left": "the cat"})
         assert response.status_code == 422 and "English" in response.json()["detail"]
         response = other.post("/recommend", json={"left": "the cat", "lang": "en"})
@@ -197,7 +197,7 @@ def test_changing_quotes_needs_the_api_key(client):
 
 
 def test_without_a_configured_key_changes_are_open(bundles):
-    with TestClient(make_app(bundles, (Language.EN,), api_key=None)) as client:
+    with TestClient(make_app(bundles, (Language.EN,), api_key=None), base_url=LOOPBACK_URL) as client:
         assert client.post("/quotes", json={"quote": "a dog sat"}).status_code == 201
 
 
@@ -225,7 +225,7 @@ def test_concurrent_requests_share_encoder_calls(bundles):
 
     async def drive():
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        async with httpx.AsyncClient(transport=transport, base_url=LOOPBACK_URL) as client:
             responses = await asyncio.gather(*(client.post("/recommend", json=c) for c in contexts))
             single = await client.post("/recommend", json=contexts[5])
         return responses, single
@@ -251,5 +251,5 @@ def test_int8_quantizes_only_the_context_encoder(bundles):
         scores = {item.id: item.score for item in want}
         assert {item.id for item in got} == set(scores)  # every quote, scored nearly alike
         assert [item.score for item in got] == pytest.approx([scores[item.id] for item in got], abs=0.2)
-    with TestClient(create_app([quantized])) as client:
+    with TestClient(create_app([quantized]), base_url=LOOPBACK_URL) as client:
         assert client.get("/health").json()["bundles"][0]["int8"] is True

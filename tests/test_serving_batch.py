@@ -10,6 +10,7 @@ from quoter.cli import app
 from quoter.errors import InputError
 from quoter.ranking import Query
 from quoter.serving.batch_job import BatchConfig, partial_path, read_contexts, run_batch
+from quoter.serving.batch_resume import run_record_path
 from quoter.serving.recommender import Recommender
 from tests.serving_fixtures import tiny_bundle
 
@@ -85,6 +86,8 @@ def test_tsv_inputs_and_left_only(bundle_folder, tmp_path):
         ("bad.jsonl", '{"left": "a", "right": 3}\n', "bad.jsonl:1 (field 'right'): expected a string"),
         ("bad.tsv", "a\tb\nonly left\n", "bad.tsv:2: expected left<TAB>right"),
         ("bad.tsv", "", "bad.tsv: the input file has no contexts"),
+        # JSON can escape a lone surrogate, which is no text: the tokenizer would fail on it with a TypeError.
+        ("bad.jsonl", '{"left": "a\\udc80b"}\n', "bad.jsonl:1 (field 'left'): character 2 is a lone surrogate"),
     ],
 )
 def test_bad_input_lines_name_file_and_line(tmp_path, name, content, message):
@@ -98,13 +101,11 @@ class Interrupted(Exception):
     pass
 
 
-def test_resume_after_an_interruption_gives_the_uninterrupted_output(bundle_folder, tmp_path):
-    source = write_jsonl(tmp_path / "in.jsonl", CONTEXTS)
-    assert batch("--bundle", bundle_folder, "--input", source, "--output", tmp_path / "whole.jsonl").exit_code == 0
-
+def interrupted_run(bundle_folder, source, output):
+    """Run the batch of `source` in steps of 3 contexts and stop it in the third step."""
     recommender = Recommender(Bundle.load(bundle_folder))
-    calls = []
     plain = recommender.recommend
+    calls = []
 
     def failing(queries, k):
         calls.append(len(queries))
@@ -113,9 +114,15 @@ def test_resume_after_an_interruption_gives_the_uninterrupted_output(bundle_fold
         return plain(queries, k)
 
     recommender.recommend = failing
-    output = tmp_path / "out.jsonl"
     with pytest.raises(Interrupted):
         run_batch(recommender, read_contexts(source), output, BatchConfig(chunk=3), progress=False)
+
+
+def test_resume_after_an_interruption_gives_the_uninterrupted_output(bundle_folder, tmp_path):
+    source = write_jsonl(tmp_path / "in.jsonl", CONTEXTS)
+    assert batch("--bundle", bundle_folder, "--input", source, "--output", tmp_path / "whole.jsonl").exit_code == 0
+    output = tmp_path / "out.jsonl"
+    interrupted_run(bundle_folder, source, output)
     partial = partial_path(output)
     assert not output.exists() and len(read_jsonl(partial)) == 6
     with partial.open("a", encoding="utf-8") as handle:
@@ -123,13 +130,43 @@ def test_resume_after_an_interruption_gives_the_uninterrupted_output(bundle_fold
 
     result = batch("--bundle", bundle_folder, "--input", source, "--output", output, "--resume")
     assert result.exit_code == 0, result.output
-    assert not partial.exists()
+    assert not partial.exists() and not run_record_path(partial).exists()
     assert_same_output(read_jsonl(output), read_jsonl(tmp_path / "whole.jsonl"))
 
-    # A partial output of another input is refused, not mixed in.
-    write_jsonl(partial, [{"line": 5, "results": []}])
-    other = batch("--bundle", bundle_folder, "--input", source, "--output", output, "--resume")
-    assert isinstance(other.exception, InputError) and "does not belong to this input" in str(other.exception)
-    # Without --resume a stale partial file is simply replaced.
-    assert batch("--bundle", bundle_folder, "--input", source, "--output", output).exit_code == 0
-    assert_same_output(read_jsonl(output), read_jsonl(tmp_path / "whole.jsonl"))
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ("other input", "it is the output of other contexts (another input file, or a changed one)"),
+        ("--k", "it holds the top 10 quotes per context, not 3 (--k)"),
+        ("--left-only", "it was ranked without --left-only"),
+    ],
+)
+def test_resume_refuses_the_partial_output_of_another_run(bundle_folder, tmp_path, change, reason):
+    source = write_jsonl(tmp_path / "in.jsonl", CONTEXTS)
+    output = tmp_path / "out.jsonl"
+    interrupted_run(bundle_folder, source, output)
+    partial = partial_path(output)
+    kept = partial.read_bytes()
+    args = ["--bundle", bundle_folder, "--input", source, "--output", output, "--resume"]
+    if change == "other input":
+        args[3] = write_jsonl(tmp_path / "other.jsonl", [{**CONTEXTS[0], "left": "another cat"}, *CONTEXTS[1:]])
+    else:
+        args += ["--k", "3"] if change == "--k" else ["--left-only"]
+    refused = batch(*args)
+    assert isinstance(refused.exception, InputError)
+    assert str(refused.exception) == f"{partial}: cannot resume: {reason}; delete it or run without --resume"
+    assert partial.read_bytes() == kept and not output.exists()
+    # Without --resume the partial output is replaced.
+    assert batch(*[arg for arg in args if arg != "--resume"]).exit_code == 0
+    assert not partial.exists() and not run_record_path(partial).exists()
+
+
+def test_a_folder_as_output_is_refused_before_any_context_is_ranked(bundle_folder, tmp_path):
+    source = write_jsonl(tmp_path / "in.jsonl", CONTEXTS)
+    (tmp_path / "out").mkdir()
+    recommender = Recommender(Bundle.load(bundle_folder))
+    recommender.recommend = lambda queries, k: pytest.fail("ranked before the output was checked")
+    with pytest.raises(InputError, match="out: is a folder; give the output a file name"):
+        run_batch(recommender, read_contexts(source), tmp_path / "out", progress=False)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl", "out"]

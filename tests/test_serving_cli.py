@@ -12,16 +12,16 @@ from quoter.errors import QuoterError
 from quoter.languages import Language
 from quoter.serving.hosting import parse_bundle_spec
 from tests.encoder_fixtures import tiny_model, tiny_tokenizer
-from tests.serving_fixtures import QUOTES, tiny_bundle
+from tests.serving_fixtures import LOOPBACK_URL, QUOTES, tiny_bundle
 
 
 @pytest.fixture
 def served(monkeypatch):
-    """Run `quoter serve ...` with uvicorn.run replaced: return the app it would serve and where."""
+    """Run `quoter serve ...` with uvicorn.run replaced: return the app it would serve, where and how."""
     calls = {}
 
     def fake_run(app, host, port, **options):
-        calls.update(app=app, host=host, port=port)
+        calls.update(app=app, host=host, port=port, options=options)
 
     monkeypatch.setattr(uvicorn, "run", fake_run)
 
@@ -41,14 +41,14 @@ def test_serve_hosts_the_given_bundles_with_an_api_key(served, tmp_path):
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert calls["host"] == "127.0.0.1" and calls["port"] == 9123
-    with TestClient(calls["app"]) as client:
+    with TestClient(calls["app"], base_url=LOOPBACK_URL) as client:
         assert client.get("/health").json()["languages"] == ["en", "zh"]
         assert client.post("/quotes", json={"quote": "the mat", "lang": "en"}).status_code == 401
         added = client.post("/quotes", json={"quote": "the mat", "lang": "en"}, headers={"X-API-Key": "k"})
         assert added.status_code == 201
     # The change was saved into the bundle folder: a new server lists the quote under the same id.
     result, calls = served("--bundle", f"en={tmp_path / 'bundle-en'}")
-    with TestClient(calls["app"]) as client:
+    with TestClient(calls["app"], base_url=LOOPBACK_URL) as client:
         listed = client.get("/quotes", params={"q": "the mat"}).json()["quotes"]
         assert {q["quote"]: q["id"] for q in listed}["the mat"] == added.json()["id"]
 
@@ -79,7 +79,7 @@ def test_without_bundles_the_quote_bank_is_served_zero_shot(served, tmp_path, mo
     monkeypatch.setattr(quoter.quote_bank, "load_quote_bank", lambda language: QUOTES[language])
     result, calls = served("--lang", "zh", "--lang", "zh-classical")
     assert result.exit_code == 0, result.output
-    with TestClient(calls["app"]) as client:
+    with TestClient(calls["app"], base_url=LOOPBACK_URL) as client:
         health = client.get("/health").json()
         assert health["languages"] == ["zh", "zh-classical"]
         assert [b["quotes"] for b in health["bundles"]] == [2, 2]
@@ -87,3 +87,56 @@ def test_without_bundles_the_quote_bank_is_served_zero_shot(served, tmp_path, mo
         assert body["lang"] == "zh-classical" and body["lang_guessed"] is True
         assert {r["quote"] for r in body["results"]} == {q.text for q in QUOTES[Language.ZH_CLASSICAL]}
     assert models.count(Language.ZH) >= 1
+
+
+@pytest.fixture
+def english_bundle(tmp_path):
+    tiny_bundle(tmp_path / "en", Language.EN).save(tmp_path / "bundle-en")
+    return f"en={tmp_path / 'bundle-en'}"
+
+
+def test_the_api_key_can_come_from_a_file(served, english_bundle, tmp_path):
+    key_file = tmp_path / "api-key"
+    key_file.write_text("from-a-file\n", encoding="utf-8")
+    for args, env in [(["--api-key-file", key_file], None), ([], {"QUOTER_API_KEY_FILE": str(key_file)})]:
+        result, calls = served("--bundle", english_bundle, *args, env=env)
+        assert result.exit_code == 0, result.output
+        with TestClient(calls["app"], base_url=LOOPBACK_URL) as client:
+            assert client.delete("/quotes/99").status_code == 401
+            assert client.delete("/quotes/99", headers={"X-API-Key": "from-a-file"}).status_code == 404  # let in
+    result, _ = served("--api-key-file", key_file, env={"QUOTER_API_KEY": "another"})
+    assert "give the API key once" in str(result.exception)
+    key_file.write_text("\n", encoding="utf-8")
+    result, _ = served("--api-key-file", key_file)
+    assert "the API key file is empty" in str(result.exception)
+    result, _ = served("--api-key-file", tmp_path / "missing")
+    assert "cannot read the API key file" in str(result.exception)
+
+
+def test_every_interface_without_a_key_warns_and_answers_any_host(served, english_bundle):
+    result, calls = served("--bundle", english_bundle, "--host", "0.0.0.0")
+    assert result.exit_code == 0, result.output
+    assert "WARNING: no API key and listening on 0.0.0.0" in result.stderr
+    with TestClient(calls["app"], base_url="http://quoter.example") as client:
+        assert client.get("/health").status_code == 200
+    result, _ = served("--bundle", english_bundle, "--host", "0.0.0.0", env={"QUOTER_API_KEY": "k"})
+    assert result.exit_code == 0 and "WARNING" not in result.stderr
+    result, _ = served("--bundle", english_bundle)  # loopback: only this machine can reach it
+    assert result.exit_code == 0 and "WARNING" not in result.stderr
+
+
+def test_limit_options_reach_the_server(served, english_bundle):
+    result, calls = served("--bundle", english_bundle)
+    assert calls["options"]["timeout_keep_alive"] == 75
+    result, calls = served(
+        "--bundle", english_bundle, "--allowed-host", "quoter.example", "--max-body-bytes", 100, "--keep-alive", 30
+    )
+    assert result.exit_code == 0, result.output
+    assert calls["options"]["timeout_keep_alive"] == 30
+    with TestClient(calls["app"], base_url="http://quoter.example") as client:
+        assert client.post("/recommend", json={"left": "the cat " * 20}).status_code == 413
+        assert client.post("/recommend", json={"left": "the cat"}).status_code == 200
+    with TestClient(calls["app"], base_url=LOOPBACK_URL) as client:
+        assert client.get("/health").status_code == 400  # --allowed-host replaces the loopback names
+    result, _ = served("--bundle", english_bundle, "--max-queue", 10)  # less than one full batch request
+    assert result.exit_code != 0 and "--max-queue" in result.output

@@ -1,13 +1,15 @@
 """The quote index finds what brute force finds, keeps ids through changes and saves; the live quote set
 never lists a text twice and reads back what it saved."""
 
+import errno
+import os
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from quoter.bundle import QuoteRecord
-from quoter.errors import InputError, QuoterError
+from quoter.errors import QuoterError
 from quoter.ranking import Query
 from quoter.serving.index_config import IndexConfig, IndexKind
 from quoter.serving.live_quotes import LiveQuotes, UnknownQuoteError
@@ -107,23 +109,6 @@ def test_ivf_estimates_the_softmax_normaliser_from_its_head_and_a_sample():
         IndexConfig(normalizer_head=100, normalizer_sample=100)
 
 
-@pytest.mark.parametrize("kind", list(IndexKind))
-def test_save_and_load_keep_ids_and_vectors(tmp_path, kind):
-    vectors, queries = random_vectors(400), random_vectors(5, seed=4)
-    ids = np.arange(400) * 3
-    index = QuoteIndex(ids, vectors, IndexConfig(kind=kind, nprobe=4))
-    index.remove(ids[:10])
-    index.save(tmp_path / "index.faiss")
-    loaded = QuoteIndex.load(tmp_path / "index.faiss", ids[10:], IndexConfig(kind=kind, nprobe=4))
-    for a, b in zip(index.search(queries, 5), loaded.search(queries, 5)):
-        np.testing.assert_allclose(a, b, rtol=1e-6)
-    with pytest.raises(InputError, match="holds 390 vectors for 400 quotes"):
-        QuoteIndex.load(tmp_path / "index.faiss", ids)
-    (tmp_path / "bad.faiss").write_bytes(b"not an index")
-    with pytest.raises(InputError, match="not a readable faiss index"):
-        QuoteIndex.load(tmp_path / "bad.faiss", ids)
-
-
 def test_live_quotes_add_remove_and_persist(tmp_path):
     bundle = tiny_bundle(tmp_path)
     bundle.save(tmp_path / "bundle")
@@ -141,11 +126,13 @@ def test_live_quotes_add_remove_and_persist(tmp_path):
     with pytest.raises(UnknownQuoteError):
         live.remove(0)
     assert live.browse(0, 10, "DOG") == (3, [(1, live.get(1)), (2, live.get(2)), (4, live.get(4))])
+    context = bundle.context_encoder.encode([Query("the cat", "home")])
+    listed, found = live.browse(0, 100), live.search(context, [10])
+    del live  # the process ends: its lock on the saved set goes
 
     reloaded = LiveQuotes.from_bundle(bundle, folder=tmp_path / "bundle")
-    assert reloaded.browse(0, 100) == live.browse(0, 100)
-    context = bundle.context_encoder.encode([Query("the cat", "home")])
-    assert reloaded.search(context, [10]) == live.search(context, [10])
+    assert reloaded.browse(0, 100) == listed
+    assert reloaded.search(context, [10]) == found
     assert reloaded.add(QuoteRecord("a mat"))[0] == 7
     assert sorted(r.id for r in reloaded.search(context, [10])[0]) == [1, 2, 3, 4, 6, 7]
     probabilities = [r.probability for r in reloaded.search(context, [10])[0]]
@@ -162,4 +149,25 @@ def test_a_quote_listed_with_a_gloss_is_encoded_and_kept_with_it(tmp_path):
     assert not np.allclose(glossed, bundle.quote_encoder.encode(["the happy cat"]), atol=1e-4)
     best = live.search(glossed, [1])[0][0]
     assert best.id == quote_id and best.record == record
+    del live
     assert LiveQuotes.from_bundle(bundle, folder=tmp_path / "bundle").get(quote_id) == record
+
+
+def test_a_change_that_cannot_be_saved_is_not_made(tmp_path, monkeypatch):
+    bundle = tiny_bundle(tmp_path)
+    live = LiveQuotes.from_bundle(bundle, folder=tmp_path / "bundle")
+    write = os.pwrite
+
+    def disk_full(fd, data, offset):
+        write(fd, data[:10], offset)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", disk_full)
+    with pytest.raises(QuoterError, match=r"could not save the change \(No space left on device\)"):
+        live.add(QuoteRecord("the happy cat"))
+    assert len(live) == 5 and live.id_of("the happy cat") is None
+    monkeypatch.undo()
+    assert live.add(QuoteRecord("a mat")) == (5, True)
+    del live
+    reloaded = LiveQuotes.from_bundle(bundle, folder=tmp_path / "bundle")
+    assert len(reloaded) == 6 and reloaded.get(5) == QuoteRecord("a mat")

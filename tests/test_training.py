@@ -25,10 +25,10 @@ from quoter.training.config import NegativeConfig, StageConfig
 from quoter.training.data import QuoteDataModule, TrainingData
 from quoter.training.joint_module import JointModule
 from quoter.training.negatives import NegativeSampler
-from quoter.training.pipeline import build_encoders, train
+from quoter.training.pipeline import build_encoders, checkpoint_folder, train
 from quoter.training.resume import LAST_CHECKPOINT
 from quoter.training.retrain_module import RetrainModule
-from quoter.training.trainer import run_stage
+from quoter.training.trainer import BEST_FOLDER, run_stage
 from tests.encoder_fixtures import tiny_model, tiny_tokenizer
 from tests.training_fixtures import HELD_OUT_KEYS, tiny_config, training_data
 
@@ -133,15 +133,22 @@ class Killed(Exception):
     """Stands for the process being killed."""
 
 
-class KilledJointModule(JointModule):
-    def __init__(self, *args, kill_at: int, **kwargs) -> None:
+class WatchedJointModule(JointModule):
+    """Stopped (as if killed) when it reaches step `kill_at`; keeps its weights as training leaves them,
+    before the stage loads its best ones."""
+
+    def __init__(self, *args, kill_at: int | None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.kill_at = kill_at
+        self.trained: dict[str, torch.Tensor] = {}
 
     def training_step(self, batch, batch_idx):
         if self.global_step == self.kill_at:
             raise Killed
         return super().training_step(batch, batch_idx)
+
+    def on_train_end(self) -> None:
+        self.trained = {key: value.clone() for key, value in self.state_dict().items()}
 
 
 def _joint_run(tmp_path, config, folder, kill_at=None):
@@ -149,40 +156,47 @@ def _joint_run(tmp_path, config, folder, kill_at=None):
     torch.manual_seed(0)
     encoders = build_encoders(config, Language.EN)
     negatives = NegativeSampler(data.train_quote_ids, config.negatives, seed=1)
-    args = (encoders.context, encoders.quote, data, config.joint, negatives)
-    module = JointModule(*args) if kill_at is None else KilledJointModule(*args, kill_at=kill_at)
+    module = WatchedJointModule(encoders.context, encoders.quote, data, config.joint, negatives, kill_at=kill_at)
     datamodule = QuoteDataModule(data, config.joint.batch_size, 16, 1, config.negatives.in_batch)
     run_stage(module, datamodule, config.joint, config.run, folder, "joint")
     return module
 
 
-@pytest.mark.parametrize(("accumulate", "kill_at"), [(1, 15), (2, 9)])
-def test_an_interrupted_run_resumes_to_the_same_weights(tmp_path, accumulate, kill_at):
+WORD_EMBEDDINGS = "context_encoder.model.embeddings.word_embeddings.weight"
+
+
+@pytest.mark.parametrize(("accumulate", "kill_at", "freeze"), [(1, 15, False), (2, 9, True)])
+def test_an_interrupted_run_resumes_to_the_same_weights(tmp_path, accumulate, kill_at, freeze):
     # 96 samples in batches of 8: 12 batches an epoch; checkpoints every 2 optimizer steps; killed in the
     # middle of the second epoch (after its hard negatives were mined again), so it resumes from the step
     # before. With gradients accumulated over 2 batches, no checkpoint may fall between the two.
     # Dropout is on, so the random number generators must be restored too.
     settings = {"joint.epochs": "2", "joint.batch_size": "8", "negatives.in_batch": "true", "negatives.hard": "1"}
     settings["run.accumulate_grad_batches"] = str(accumulate)
+    settings["model.freeze_word_embeddings"] = str(freeze).lower()
     config = tiny_config(tmp_path, dropout=0.1, **settings)
-    _joint_run(tmp_path, config, tmp_path / "straight")
+    straight = _joint_run(tmp_path, config, tmp_path / "straight")
     # Killed twice at the same step: the resumed run must not leave a checkpoint behind mid-accumulation.
     for _ in range(2):
         with pytest.raises(Killed):
             _joint_run(tmp_path, config, tmp_path / "killed", kill_at=kill_at)
         saved = torch.load(tmp_path / "killed" / LAST_CHECKPOINT, weights_only=True)
         assert saved["global_step"] == kill_at - 1
-    _joint_run(tmp_path, config, tmp_path / "killed")
-    straight = torch.load(tmp_path / "straight" / LAST_CHECKPOINT, weights_only=True)["state_dict"]
-    resumed = torch.load(tmp_path / "killed" / LAST_CHECKPOINT, weights_only=True)["state_dict"]
-    assert straight.keys() == resumed.keys()
-    for key in straight:
-        assert torch.equal(straight[key], resumed[key]), key
+        # Frozen weights are the pretrained ones, which the checkpoint need not copy.
+        assert (WORD_EMBEDDINGS in saved["state_dict"]) is not freeze
+    resumed = _joint_run(tmp_path, config, tmp_path / "killed")
+    assert straight.trained.keys() == resumed.trained.keys() and WORD_EMBEDDINGS in resumed.trained
+    for key in straight.trained:
+        assert torch.equal(straight.trained[key], resumed.trained[key]), key
+    # A finished stage is never resumed: its best weights stay, its last state goes.
+    assert not (tmp_path / "killed" / LAST_CHECKPOINT).exists()
+    assert (tmp_path / "killed" / BEST_FOLDER / "best.ckpt").is_file()
 
 
 def test_the_pipeline_writes_a_bundle_that_ranks_the_same_after_loading(tmp_path):
-    config = tiny_config(tmp_path)
+    config = tiny_config(tmp_path, **{"fusion.enabled": "false"})
     bundle = train(config, log=lambda message: None)
+    assert not checkpoint_folder(config).exists()  # the bundle written, the checkpoints are of no more use
     loaded = Bundle.load(config.run.output)
     queries = [Query("the cat", "a ."), Query("dog", "")]
     np.testing.assert_allclose(loaded.ranker().score(queries), bundle.ranker().score(queries), rtol=1e-5, atol=1e-6)
@@ -196,6 +210,26 @@ def test_the_pipeline_writes_a_bundle_that_ranks_the_same_after_loading(tmp_path
     np.testing.assert_allclose(scores[:, :-1], expected, rtol=1e-5, atol=1e-6)
     new_vector = bundle.quote_encoder.encode([new_quote])[0]
     np.testing.assert_allclose(scores[:, -1], bundle.context_encoder.encode(queries) @ new_vector, rtol=1e-5, atol=1e-6)
+
+
+def test_a_hybrid_bundle_keeps_its_fitted_fusion_and_known_contexts(tmp_path):
+    config = tiny_config(tmp_path, **{"joint.max_steps": "2", "retrain.enabled": "false"})
+    messages: list[str] = []
+    bundle = train(config, log=messages.append)
+    fitted = bundle.info["fusion"]
+    assert fitted["valid_mrr"] >= fitted["valid_mrr_dense"]
+    assert any("fusion fitted on valid (zscore" in message for message in messages)
+    # Each context of the tiny set names its quote's key word, so BM25 and CRM get weight.
+    assert bundle.fusion is not None and bundle.fusion.weights["bm25"] + bundle.fusion.weights["crm"] > 0
+    loaded = Bundle.load(config.run.output)
+    assert loaded.fusion == bundle.fusion and loaded.known_contexts == bundle.known_contexts
+    assert len(loaded.known_contexts) == 96
+    queries = [Query("the cat", "a ."), Query("dog", "")]
+    np.testing.assert_allclose(loaded.ranker().score(queries), bundle.ranker().score(queries), rtol=1e-5, atol=1e-6)
+    assert [bundle_texts(loaded)[row] for row in loaded.ranker().score(queries).argmax(axis=1)] == [
+        "cat cat .",
+        "dog dog .",
+    ]
 
 
 def bundle_texts(bundle: Bundle) -> list[str]:
@@ -236,7 +270,17 @@ def test_training_from_mean_pooling_with_glosses_keeps_both_in_the_bundle(tmp_pa
 
 def test_a_step_limit_within_the_first_epoch_still_validates_and_keeps_the_best_weights(tmp_path):
     # 96 train samples in batches of 4: 24 batches an epoch, stopped after 3 (stage 1) and 2 (stage 2).
-    config = tiny_config(tmp_path, **{"joint.max_steps": "3", "retrain.max_steps": "2"})
+    settings = {"joint.max_steps": "3", "retrain.max_steps": "2", "run.keep_checkpoints": "true"}
+    config = tiny_config(tmp_path, **settings)
     bundle = train(config, log=lambda message: None)
     assert bundle.info["validation"]["joint"]["steps"] == 3 and bundle.info["validation"]["retrain"]["steps"] == 2
     assert 0 < bundle.info["validation"]["joint"]["val_mrr"] <= 1
+    # Kept as asked: what a finished run needs, each stage's best weights, and no last states.
+    folder = checkpoint_folder(config)
+    assert sorted(str(path.relative_to(folder)) for path in folder.rglob("*.*")) == [
+        "config.json",
+        "joint/best/best.ckpt",
+        "joint/done.json",
+        "retrain/best/best.ckpt",
+        "retrain/done.json",
+    ]

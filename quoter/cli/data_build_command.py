@@ -65,7 +65,7 @@ def build_command(
     stanza: Annotated[
         bool, typer.Option(help="Split quotes into sentences with stanza where its models are installed.")
     ] = True,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar on stderr.")] = True,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar on stderr when it is a terminal.")] = True,
 ) -> None:
     """Find the quotes in the corpus and build a QuoteR dataset with train/valid/test splits (paper section 4)."""
     config = BuildConfig.for_language(

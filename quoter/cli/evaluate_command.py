@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from enum import Enum
 from importlib import resources
@@ -11,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from quoter.atomic_files import write_json_atomic
+from quoter.atomic_files import check_output_file, write_json_atomic
 from quoter.baselines.crm import Aggregate
 from quoter.cli.options import PartOption, SplitsOption
 from quoter.datasets import load_dataset
@@ -20,6 +19,8 @@ from quoter.encoders.pooling import GapMarker, PoolingChoice
 from quoter.errors import QuoterError
 from quoter.evaluation import evaluate, render_report
 from quoter.evaluation.candidates import read_candidates
+from quoter.evaluation.plot import check_plot_path, write_plot
+from quoter.fusion import FusionRule, HybridRanker
 from quoter.languages import Language, choose_language
 from quoter.methods import METHODS, MethodOptions, build_ranker
 
@@ -80,6 +81,13 @@ def evaluate_command(
     gloss: Annotated[
         bool, typer.Option("--gloss/--no-gloss", help="encoder: read each quote with its gloss (see --glosses).")
     ] = DEFAULT_OPTIONS.gloss,
+    fusion: Annotated[
+        FusionRule,
+        typer.Option(
+            help="hybrid: how the encoder's, BM25's and CRM's scores are made comparable before their weighted "
+            "sum (z-scores, or reciprocal rank fusion); the weights are fitted on the valid split."
+        ),
+    ] = DEFAULT_OPTIONS.fusion,
     candidates: Annotated[
         Optional[Path],
         typer.Option(
@@ -92,10 +100,21 @@ def evaluate_command(
     ] = None,
     batch_size: Annotated[int, typer.Option(min=1, help="Contexts scored at once.")] = 256,
     out: Annotated[Optional[Path], typer.Option(help="Write the metrics as JSON to this file.")] = None,
+    plot: Annotated[
+        Optional[Path],
+        typer.Option(
+            metavar="FILE.png",
+            help="Draw the gold-rank distribution and MRR by the gold quote's training contexts into this PNG.",
+        ),
+    ] = None,
 ) -> None:
     """Evaluate a method with MRR, NDCG@5, Recall@1/10/100 and rank statistics over the full quote set."""
     if method not in METHODS:
         raise QuoterError(f"unknown method '{method}'; known methods: {', '.join(METHODS)}")
+    if out is not None:
+        check_output_file(out, "metrics file")
+    if plot is not None:
+        check_plot_path(plot)
     if data is None:
         data = Path(str(EXAMPLE_DATA))
         typer.echo(f"no --data given: using the built-in example set {data}", err=True)
@@ -117,8 +136,11 @@ def evaluate_command(
         gap=gap,
         gloss=gloss,
         bundle=None if bundle is None else str(bundle),
+        fusion=fusion,
     )
     ranker = build_ranker(method, dataset, options)
+    if isinstance(ranker, HybridRanker):
+        typer.echo(f"fusion ({ranker.fusion.describe()})", err=True)
     built = time.perf_counter()
     report = evaluate(
         ranker,
@@ -127,7 +149,7 @@ def evaluate_command(
         method,
         left_only=left_only,
         batch_size=batch_size,
-        progress=sys.stderr.isatty(),
+        progress=True,
         candidates=choices,
     )
     finished = time.perf_counter()
@@ -140,3 +162,6 @@ def evaluate_command(
     if out is not None:
         write_json_atomic(out, report.to_json())
         typer.echo(f"metrics written to {out}", err=True)
+    if plot is not None:
+        write_plot(report, plot)
+        typer.echo(f"plot written to {plot}", err=True)

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from quoter.errors import QuoterError
+from quoter.errors import InputError, QuoterError
 from quoter.languages import Language
 from quoter.serving.index_config import IndexConfig, IndexKind
 from quoter.serving.micro_batching import BatchingConfig
+from quoter.serving.schemas import MAX_BATCH
+from quoter.serving.server_limits import ServerLimits, hosts_for_address, is_loopback
 
 DEFAULT_BATCHING = BatchingConfig()
+DEFAULT_LIMITS = ServerLimits()
 API_KEY_ENV = "QUOTER_API_KEY"
+API_KEY_FILE_ENV = "QUOTER_API_KEY_FILE"
 # Half the cores: the event loop, tokenizer and any local clients need CPU too, and on a busy machine
 # more intra-op threads than free cores make each encoder call many times slower, not faster.
 DEFAULT_THREADS = max(1, (os.cpu_count() or 2) // 2)
@@ -38,6 +41,23 @@ def set_threads(threads: int) -> None:
     faiss.omp_set_num_threads(threads)
 
 
+def read_api_key(api_key: str | None, api_key_file: Path | None) -> str | None:
+    """The API key given as itself or as a file that holds it (surrounding whitespace dropped); None for none."""
+    if api_key and api_key_file:
+        raise QuoterError(f"give the API key once: --api-key ({API_KEY_ENV}) or --api-key-file ({API_KEY_FILE_ENV})")
+    if api_key_file is None:
+        return api_key or None
+    try:
+        key = api_key_file.read_text(encoding="utf-8").strip()
+    except OSError as error:
+        raise InputError(f"cannot read the API key file: {error.strerror}", path=api_key_file) from None
+    except UnicodeDecodeError:
+        raise InputError("the API key file is not UTF-8 text", path=api_key_file) from None
+    if not key:
+        raise InputError("the API key file is empty", path=api_key_file)
+    return key
+
+
 def serve_command(
     host: Annotated[str, typer.Option(help="Address to listen on; 0.0.0.0 for every interface.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
@@ -56,8 +76,37 @@ def serve_command(
     ] = None,
     api_key: Annotated[
         Optional[str],
-        typer.Option(envvar=API_KEY_ENV, help="Key that adding and removing quotes needs (header X-API-Key)."),
+        typer.Option(
+            envvar=API_KEY_ENV,
+            help="Key that adding and removing quotes needs (header X-API-Key). Prefer the environment variable "
+            "or --api-key-file: a key on the command line shows in the process list.",
+        ),
     ] = None,
+    api_key_file: Annotated[
+        Optional[Path],
+        typer.Option(envvar=API_KEY_FILE_ENV, dir_okay=False, help="A file that holds the API key."),
+    ] = None,
+    allowed_host: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--allowed-host",
+            help="A Host header value to answer (repeatable; * for any), e.g. a proxy's name. Default: the "
+            "loopback names on loopback, any on 0.0.0.0, else the --host address. Others get 400.",
+        ),
+    ] = None,
+    max_body_bytes: Annotated[
+        int, typer.Option(min=1, help="The largest request body, in bytes (413 beyond).")
+    ] = DEFAULT_LIMITS.max_body_bytes,
+    max_queue: Annotated[
+        int,
+        typer.Option(min=MAX_BATCH, help="Contexts that may wait for the model; more get 503 with Retry-After."),
+    ] = DEFAULT_LIMITS.max_queued_contexts,
+    keep_alive: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Seconds an idle connection stays open; keep it above the clients' and proxies' idle timeouts."
+        ),
+    ] = DEFAULT_LIMITS.keep_alive_s,
     int8: Int8Option = False,
     index: IndexOption = IndexKind.EXACT,
     max_batch: Annotated[
@@ -66,6 +115,9 @@ def serve_command(
     max_wait_ms: Annotated[
         float, typer.Option(min=0, help="How long a batch waits for more requests, in milliseconds.")
     ] = DEFAULT_BATCHING.max_wait_ms,
+    max_batch_tokens: Annotated[
+        int, typer.Option(min=1, help="Context tokens encoded together at most, so that one encoder call stays short.")
+    ] = DEFAULT_BATCHING.max_batch_tokens,
     threads: ThreadsOption = DEFAULT_THREADS,
 ) -> None:
     """Serve recommendations over HTTP (API docs at /docs, demo page at /)."""
@@ -75,11 +127,17 @@ def serve_command(
     from quoter.serving.hosting import default_bundles, load_hosted
     from quoter.serving.recommender import Recommender, RecommenderConfig
 
-    config = RecommenderConfig(
-        int8=int8, index=IndexConfig(kind=index), batching=BatchingConfig(max_batch, max_wait_ms)
-    )
+    batching = BatchingConfig(max_batch=max_batch, max_wait_ms=max_wait_ms, max_batch_tokens=max_batch_tokens)
+    config = RecommenderConfig(int8=int8, index=IndexConfig(kind=index), batching=batching)
     if bundle and lang:
         raise QuoterError("--lang chooses among the built-in bundles; with --bundle, host only the ones you give")
+    key = read_api_key(api_key, api_key_file)
+    limits = ServerLimits(
+        max_body_bytes=max_body_bytes,
+        max_queued_contexts=max_queue,
+        allowed_hosts=tuple(allowed_host or hosts_for_address(host)),
+        keep_alive_s=keep_alive,
+    )
     set_threads(threads)
     if bundle:
         recommenders = load_hosted(bundle, config)
@@ -88,10 +146,19 @@ def serve_command(
         names = ", ".join(language.value for language in languages)
         typer.echo(f"no --bundle given: building zero-shot bundles for {names}", err=True)
         recommenders = [Recommender(b, config) for b in default_bundles(languages)]
-    app = create_app(recommenders, AppConfig(api_key=api_key or None))
+    app = create_app(recommenders, AppConfig(api_key=key, limits=limits))
     hosted = ", ".join(f"{r.language.value} ({len(r.quotes):,} quotes)" for r in recommenders)
     typer.echo(f"hosting {hosted} on http://{host}:{port} (API docs at /docs)", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    typer.echo(f"answering Host: {', '.join(limits.allowed_hosts)} (--allowed-host to change)", err=True)
+    if key is None and not is_loopback(host):
+        typer.secho(
+            f"WARNING: no API key and listening on {host}: anyone who can reach port {port} can add and remove "
+            f"quotes. Set {API_KEY_ENV} or {API_KEY_FILE_ENV}, or listen on 127.0.0.1.",
+            err=True,
+            fg=typer.colors.RED,
+            bold=True,
+        )
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=limits.keep_alive_s)
 
 
 def batch_command(
@@ -119,7 +186,5 @@ def batch_command(
     # With the bundle folder, quotes a server added to or removed from it count here too.
     config = RecommenderConfig(int8=int8, index=IndexConfig(kind=index))
     recommender = Recommender(Bundle.load(bundle), config, bundle)
-    ranked = run_batch(
-        recommender, contexts, output, BatchConfig(k=k, left_only=left_only), resume, progress=sys.stderr.isatty()
-    )
+    ranked = run_batch(recommender, contexts, output, BatchConfig(k=k, left_only=left_only), resume)
     typer.echo(f"{output}: {len(contexts):,} contexts ({ranked:,} ranked now)", err=True)

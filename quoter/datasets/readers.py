@@ -9,7 +9,7 @@ from quoter.datasets.dataset import QuoteDataset, Sample
 from quoter.datasets.splits import official_splits, read_splits_file
 from quoter.errors import InputError
 from quoter.quote_bank import read_quote_bank_file
-from quoter.text_lines import decoded_lines
+from quoter.text_lines import check_text, decoded_lines
 
 JSONL_SUFFIXES = (".jsonl", ".json")
 
@@ -36,7 +36,7 @@ def _parse_jsonl_line(text: str, path: Path, number: int) -> tuple[str, str, str
         value = record.get(field, "")
         if not isinstance(value, str):
             raise InputError(f"expected a string, got {type(value).__name__}", path=path, line=number, field=field)
-        values.append(value)
+        values.append(check_text(value, path, number, field))
     left, quote, right = values
     return left, quote, right
 

@@ -9,6 +9,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from quoter.progress import progress_bar
+
 Row = TypeVar("Row")
 Batch = TypeVar("Batch")
 
@@ -20,9 +22,11 @@ def encode_rows(
     collate: Callable[[Sequence[Row]], Batch],
     batch_size: int,
     dim: int,
+    progress_label: str | None = None,
 ) -> np.ndarray:
     """Run `module(collate(batch))` over the rows in batches sorted by length, in eval mode without
-    gradients; return float32 vectors of size `dim` in the rows' original order."""
+    gradients; return float32 vectors of size `dim` in the rows' original order. With a `progress_label`
+    ("encoding quotes"), a progress bar counts the rows on a terminal."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     order = sorted(range(len(rows)), key=lambda index: length(rows[index]))
@@ -31,10 +35,12 @@ def encode_rows(
     modes = {submodule: submodule.training for submodule in module.modules()}
     module.eval()
     try:
-        with torch.inference_mode():
+        bar = progress_bar(total=len(rows), desc=progress_label, enabled=progress_label is not None)
+        with torch.inference_mode(), bar:
             for begin in range(0, len(order), batch_size):
-                batch = collate([rows[index] for index in order[begin : begin + batch_size]])
-                outputs.append(module(batch).float().cpu().numpy())
+                chunk = order[begin : begin + batch_size]
+                outputs.append(module(collate([rows[index] for index in chunk])).float().cpu().numpy())
+                bar.update(len(chunk))
     finally:
         for submodule, training in modes.items():
             submodule.training = training

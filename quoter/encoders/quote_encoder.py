@@ -36,6 +36,9 @@ SAVED_VERSION = 1
 CONFIG_FILE = "quote_encoder.json"
 SEMEMES_FILE = "sememe_embeddings.safetensors"
 MODEL_FOLDER = "model"
+# From this many quotes on, encoding takes long enough (tens of seconds for a base model on a CPU) to show a
+# progress bar on a terminal.
+PROGRESS_MIN_QUOTES = 3_000
 
 
 @dataclass(frozen=True)
@@ -183,7 +186,8 @@ class QuoteEncoder(nn.Module):
         """Vectors of quote records, each read with its gloss and source when glosses are on."""
         rows = self.rows(records) if records else []
         dim = self.model.config.hidden_size
-        return encode_rows(self, rows, lambda row: len(row.input_ids), self.collate, batch_size, dim)
+        label = "encoding quotes" if len(records) >= PROGRESS_MIN_QUOTES else None
+        return encode_rows(self, rows, lambda row: len(row.input_ids), self.collate, batch_size, dim, label)
 
     def save(self, folder: Path) -> None:
         """Save model, tokenizer, sememe embeddings (safetensors) and settings; replaces `folder` atomically."""

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from quoter.datasets import QuoteDataset, Sample
 from quoter.errors import InputError
 from quoter.evaluation.candidates import Candidates
 from quoter.metrics import rank_metrics, ranks_from_scores
+from quoter.progress import progress_bar
 from quoter.ranking import Query, Ranker
 
 # Ranges of the gold quote's number of training contexts, as in the paper's Figure 2; 0 is zero-shot.
@@ -85,7 +85,7 @@ def rank_samples(
     ranks = np.empty(len(samples), dtype=np.int64)
     correct: list[np.ndarray] = []
     starts = range(0, len(samples), batch_size)
-    for start in tqdm(starts, desc="ranking", unit="batch", disable=not progress):
+    for start in progress_bar(starts, desc="ranking", unit="batch", enabled=progress):
         batch = samples[start : start + batch_size]
         queries = [Query(s.left, "" if left_only else s.right) for s in batch]
         scores = ranker.score(queries)

@@ -2,6 +2,10 @@
 
 Several bundles are hosted at once, one per language. Changing a quote set needs the API key when one is
 configured (header X-API-Key). FastAPI serves the OpenAPI docs at /docs.
+
+A request is refused with an error that says what is wrong and never echoes the input back: a Host header the
+server does not answer (400, Starlette's "Invalid host header"), and in JSON a body that is too large (413), not
+JSON (415, 400) or invalid (422, naming the field), and a full queue (503 with Retry-After).
 """
 
 from __future__ import annotations
@@ -10,20 +14,25 @@ import asyncio
 import secrets
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response, status
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from quoter.bundle import QuoteRecord
 from quoter.errors import InputError, QuoterError
 from quoter.languages import Language
 from quoter.ranking import Query as Context
+from quoter.serving.admission import ContextAdmission, ServerBusyError
+from quoter.serving.json_body import json_body_route
 from quoter.serving.language_choice import LanguageChoiceError, choose_hosted_language
 from quoter.serving.live_quotes import ScoredQuote, UnknownQuoteError
+from quoter.serving.page_security import security_headers
 from quoter.serving.recommender import Recommender
 from quoter.serving.schemas import (
     MAX_PAGE,
@@ -40,17 +49,21 @@ from quoter.serving.schemas import (
     RecommendRequest,
     RecommendResponse,
 )
+from quoter.serving.server_limits import ServerLimits
 
 STATIC_FOLDER = Path(__file__).parent / "static"
 DEMO_PAGE = STATIC_FOLDER / "index.html"
 API_KEY_HEADER = "X-API-Key"
+BUSY = {status.HTTP_503_SERVICE_UNAVAILABLE: {"description": "The queue is full; retry after Retry-After seconds."}}
 
 
 @dataclass(frozen=True)
 class AppConfig:
-    """api_key: the key that adding and removing quotes needs; None leaves them open (a loopback server)."""
+    """api_key: the key that adding and removing quotes needs; None leaves them open (a loopback server);
+    limits: what the server accepts."""
 
     api_key: str | None = None
+    limits: ServerLimits = field(default_factory=ServerLimits)
 
 
 def _results(found: list[ScoredQuote]) -> list[RecommendationOut]:
@@ -78,13 +91,28 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
         for recommender in hosted.values():
             await recommender.close()
 
+    limits = config.limits
     app = FastAPI(
         title="Quoter",
         summary="Quote recommendation: the quotes that best fit a gap in your text.",
         lifespan=lifespan,
     )
+    app.router.route_class = json_body_route(limits.max_body_bytes)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(limits.allowed_hosts), www_redirect=False)
+    admission = ContextAdmission(limits.max_queued_contexts)
     if STATIC_FOLDER.is_dir():  # the demo page's folder; anything beside index.html is served under /static
         app.mount("/static", StaticFiles(directory=STATIC_FOLDER), name="static")
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
+        # The input is left out: it may be megabytes long, or not even encodable (NaN, a lone surrogate).
+        errors = [{"type": e["type"], "loc": e["loc"], "msg": e["msg"]} for e in error.errors()]
+        return JSONResponse({"detail": errors}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+
+    @app.exception_handler(ServerBusyError)
+    async def busy(request: Request, error: ServerBusyError) -> JSONResponse:
+        headers = {"Retry-After": str(limits.retry_after_s)}
+        return JSONResponse({"detail": str(error)}, status_code=status.HTTP_503_SERVICE_UNAVAILABLE, headers=headers)
 
     @app.exception_handler(LanguageChoiceError)
     async def language_error(request: Request, error: LanguageChoiceError) -> JSONResponse:
@@ -114,16 +142,33 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
         language, _ = choose_hosted_language(lang, hosted, [])
         return hosted[language]
 
-    async def recommend_one(request: RecommendRequest) -> RecommendResponse:
-        language, guessed = choose_hosted_language(request.lang, hosted, [request.left, request.right])
-        found = await hosted[language].recommend_async(Context(request.left, request.right), request.k)
-        return RecommendResponse(lang=language, lang_guessed=guessed, results=_results(found))
+    async def ranked_in(language: Language, requests: list[RecommendRequest]) -> list[list[ScoredQuote]]:
+        return await hosted[language].recommend_async([(Context(r.left, r.right), r.k) for r in requests])
+
+    async def recommend_all(requests: Sequence[RecommendRequest]) -> list[RecommendResponse]:
+        """The responses in order; every language is chosen, and the queue checked, before any work is queued."""
+        languages = [choose_hosted_language(r.lang, hosted, [r.left, r.right]) for r in requests]
+        by_language: dict[Language, list[int]] = {}
+        for number, (language, _) in enumerate(languages):
+            by_language.setdefault(language, []).append(number)
+        with admission.admit(len(requests)):
+            found = await asyncio.gather(
+                *(ranked_in(language, [requests[n] for n in numbers]) for language, numbers in by_language.items())
+            )
+        ranked: dict[int, list[ScoredQuote]] = {}
+        for numbers, results in zip(by_language.values(), found):
+            ranked.update(zip(numbers, results))
+        return [
+            RecommendResponse(lang=language, lang_guessed=guessed, results=_results(ranked[n]))
+            for n, (language, guessed) in enumerate(languages)
+        ]
 
     @app.get("/", include_in_schema=False)
-    async def demo_page() -> FileResponse:
+    def demo_page() -> HTMLResponse:
         if not DEMO_PAGE.is_file():
             raise HTTPException(status.HTTP_404_NOT_FOUND, "the demo page is not installed")
-        return FileResponse(DEMO_PAGE, media_type="text/html")
+        page = DEMO_PAGE.read_text(encoding="utf-8")
+        return HTMLResponse(page, headers=security_headers(page))
 
     @app.get("/health")
     async def health() -> Health:
@@ -140,19 +185,16 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
         ]
         return Health(languages=list(hosted), bundles=bundles)
 
-    @app.post("/recommend")
+    @app.post("/recommend", responses=BUSY)
     async def recommend(request: RecommendRequest) -> RecommendResponse:
         """The best k quotes for the gap between left and right, best first."""
-        return await recommend_one(request)
+        [response] = await recommend_all([request])
+        return response
 
-    @app.post("/recommend/batch")
+    @app.post("/recommend/batch", responses=BUSY)
     async def recommend_batch(batch: RecommendBatchRequest) -> RecommendBatchResponse:
         """Recommendations for several contexts, in order; each may name its own language."""
-        # Language errors first, so that no work starts for a batch that will be refused.
-        for request in batch.requests:
-            choose_hosted_language(request.lang, hosted, [request.left, request.right])
-        responses = await asyncio.gather(*(recommend_one(request) for request in batch.requests))
-        return RecommendBatchResponse(responses=list(responses))
+        return RecommendBatchResponse(responses=await recommend_all(batch.requests))
 
     @app.get("/quotes")
     def list_quotes(

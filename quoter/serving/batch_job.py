@@ -2,7 +2,7 @@
 
 The output is written to OUTPUT.partial and renamed to OUTPUT once complete, so OUTPUT is never half
 written. A run that stopped early can resume: the complete lines of the partial file are kept, their
-contexts skipped.
+contexts skipped, provided the partial file was written by the same run (batch_resume).
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
+from quoter.atomic_files import check_output_file, write_json_atomic
 from quoter.errors import InputError
+from quoter.progress import progress_bar
 from quoter.ranking import Query
+from quoter.serving.batch_resume import check_resumable, run_record, run_record_path
 from quoter.serving.live_quotes import ScoredQuote
 from quoter.serving.recommender import Recommender
-from quoter.text_lines import decoded_lines
+from quoter.text_lines import check_text, decoded_lines
 
 JSONL_SUFFIXES = (".jsonl", ".json")
 PARTIAL_SUFFIX = ".partial"
@@ -54,6 +55,7 @@ def _jsonl_context(text: str, path: Path, number: int) -> BatchContext:
     for field in ("left", "right"):
         if not isinstance(record.get(field, ""), str):
             raise InputError("expected a string", path=path, line=number, field=field)
+        check_text(record.get(field, ""), path, number, field)
     return BatchContext(number, record.get("id"), Query(record["left"], record.get("right", "")))
 
 
@@ -131,12 +133,19 @@ def run_batch(
     contexts this run ranked (fewer than all when it resumed)."""
     output = Path(output)
     partial = partial_path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
+    check_output_file(output)
+    check_output_file(partial)
+    record = run_record(recommender, contexts, config.k, config.left_only)
+    if resume and partial.exists():
+        check_resumable(partial, record)
     done, kept = _kept_prefix(partial, contexts) if resume else (0, 0)
+    output.parent.mkdir(parents=True, exist_ok=True)
     with partial.open("r+b" if done else "wb") as handle:
+        # Recorded once an older partial output is emptied: a record never vouches for another run's lines.
+        write_json_atomic(run_record_path(partial), record)
         handle.truncate(kept)
         handle.seek(kept)
-        with tqdm(total=len(contexts), initial=done, unit="context", disable=not progress) as bar:
+        with progress_bar(total=len(contexts), initial=done, unit="context", enabled=progress) as bar:
             for begin in range(done, len(contexts), config.chunk):
                 chunk = contexts[begin : begin + config.chunk]
                 queries = [Query(c.query.left) if config.left_only else c.query for c in chunk]
@@ -146,4 +155,5 @@ def run_batch(
                 bar.update(len(chunk))
         os.fsync(handle.fileno())
     os.replace(partial, output)
+    run_record_path(partial).unlink(missing_ok=True)
     return len(contexts) - done

@@ -2,15 +2,13 @@
 vectors in a QuoteIndex, no text listed twice, and the changes saved beside the bundle they came from.
 
 A bundle numbers its quotes by line; once quotes are added and removed those numbers no longer match, so
-the live set is saved in its own folder inside the bundle folder:
-
-    quote_index/index.faiss       the faiss index (vectors under their quote ids)
-    quote_index/quotes.jsonl      {"id": ..., "quote": ..., "source": ...}, one per line
-    quote_index/settings.json     {"next_id": ...}: removed ids are never given to another quote
+the live set is saved in its own folder inside the bundle folder, `quote_index/`, by a QuoteStore: each
+change is saved before it is acknowledged, and a removed id is never given to another quote.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Sequence
@@ -19,16 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
-from quoter.atomic_files import write_folder_atomic
 from quoter.bundle import Bundle, QuoteRecord
 from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.errors import InputError, QuoterError
 from quoter.serving.index_config import IndexConfig
-from quoter.serving.quote_index import INDEX_FILE, QuoteIndex
+from quoter.serving.quote_index import QuoteIndex
+from quoter.serving.quote_store import QuoteStore, StoredQuotes
 
 LIVE_FOLDER = "quote_index"
-LIVE_QUOTES_FILE = "quotes.jsonl"
-LIVE_SETTINGS_FILE = "settings.json"
 
 
 class UnknownQuoteError(QuoterError):
@@ -58,30 +54,40 @@ class LiveQuotes:
         records: dict[int, QuoteRecord],
         index: QuoteIndex,
         encoder: QuoteEncoder,
-        folder: Path | None = None,
+        store: QuoteStore | None = None,
         next_id: int = 0,
     ) -> None:
-        """`folder`: the bundle folder to save every change into, or None to keep changes in memory;
-        `next_id`: the smallest id a new quote may get (raised past the ids in use)."""
+        """`store`: where every change is saved, or None to keep changes in memory; `next_id`: the smallest
+        id a new quote may get (raised past the ids in use)."""
         self._records = dict(sorted(records.items()))
         self._next_id = max(next_id, max(self._records, default=-1) + 1)
         self._by_text = {quote_key(record.text): quote_id for quote_id, record in self._records.items()}
         self._index = index
         self._encoder = encoder
-        self._folder = folder
+        self._store = store
         self._lock = threading.RLock()
 
     @classmethod
     def from_bundle(cls, bundle: Bundle, config: IndexConfig = IndexConfig(), folder: Path | None = None) -> LiveQuotes:
         """The bundle's quotes (ids = line numbers), or the live set saved in `folder` if there is one."""
-        saved = None if folder is None else Path(folder) / LIVE_FOLDER
-        if saved is not None and saved.is_dir():
-            records = _read_live_records(saved / LIVE_QUOTES_FILE)
-            index = QuoteIndex.load(saved / INDEX_FILE, np.array(list(records), dtype=np.int64), config)
-            return cls(records, index, bundle.quote_encoder, folder, _read_next_id(saved / LIVE_SETTINGS_FILE))
-        records = dict(enumerate(bundle.quotes))
-        index = QuoteIndex(np.arange(len(records), dtype=np.int64), bundle.quote_vectors, config)
-        return cls(records, index, bundle.quote_encoder, folder)
+        bundle_quotes = StoredQuotes(dict(enumerate(bundle.quotes)), bundle.quote_vectors, len(bundle.quotes))
+        return cls.open(bundle_quotes, bundle.quote_encoder, config, folder)
+
+    @classmethod
+    def open(
+        cls,
+        quotes: StoredQuotes,
+        encoder: QuoteEncoder,
+        config: IndexConfig = IndexConfig(),
+        folder: Path | None = None,
+    ) -> LiveQuotes:
+        """`quotes`, or the live set saved in `folder` (a bundle folder) if there is one; changes are saved
+        there from now on (None: kept in memory)."""
+        store = None
+        if folder is not None:
+            store, quotes = QuoteStore.open(Path(folder) / LIVE_FOLDER, quotes)
+        index = QuoteIndex(np.array(list(quotes.records), dtype=np.int64), quotes.vectors, config)
+        return cls(quotes.records, index, encoder, store, quotes.next_id)
 
     def __len__(self) -> int:
         return len(self._records)
@@ -129,22 +135,33 @@ class LiveQuotes:
             if known is not None:
                 return known, False
             quote_id = self._next_id
+            # Saved first: a change that could not be saved is not made.
+            if self._store is not None:
+                self._store.add(quote_id, record, vector[0])
             self._next_id += 1
             self._index.add(np.array([quote_id]), vector)
             self._records[quote_id] = record
             self._by_text[record.text] = quote_id
-            self._save()
         return quote_id, True
 
     def remove(self, quote_id: int) -> QuoteRecord:
         """Unlist a quote by id; return it."""
         with self._lock:
             record = self.get(quote_id)
+            if self._store is not None:
+                self._store.remove(quote_id)
             self._index.remove(np.array([quote_id]))
             del self._records[quote_id]
             del self._by_text[quote_key(record.text)]
-            self._save()
         return record
+
+    def fingerprint(self) -> str:
+        """A hash of the quote set as it is now: ids, records and vectors."""
+        with self._lock:
+            digest = hashlib.sha256(self._index.fingerprint().encode("ascii"))
+            for quote_id, record in sorted(self._records.items()):
+                digest.update(json.dumps([quote_id, record.to_json()], ensure_ascii=False).encode("utf-8"))
+        return digest.hexdigest()
 
     def search(self, vectors: np.ndarray, ks: Sequence[int]) -> list[list[ScoredQuote]]:
         """For each context vector, its top ks[i] quotes, best first, with probabilities over all quotes."""
@@ -157,39 +174,3 @@ class LiveQuotes:
                     [ScoredQuote(i, self._records[i], s, float(np.exp(s - log_normalizer))) for i, s in found]
                 )
         return results
-
-    def _save(self) -> None:
-        if self._folder is None:
-            return
-
-        def build(target: Path) -> None:
-            self._index.save(target / INDEX_FILE)
-            lines = (json.dumps({"id": i, **r.to_json()}, ensure_ascii=False) for i, r in self._records.items())
-            (target / LIVE_QUOTES_FILE).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-            (target / LIVE_SETTINGS_FILE).write_text(json.dumps({"next_id": self._next_id}) + "\n", encoding="utf-8")
-
-        write_folder_atomic(self._folder / LIVE_FOLDER, build)
-
-
-def _read_live_records(path: Path) -> dict[int, QuoteRecord]:
-    records: dict[int, QuoteRecord] = {}
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError("the saved quote index has no quotes file", path=path) from None
-    for number, line in enumerate(lines, start=1):
-        try:
-            item = json.loads(line)
-            records[int(item["id"])] = QuoteRecord.from_json(item)
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-            raise InputError('expected {"id": ..., "quote": ..., "source": ...}', path=path, line=number) from None
-    return records
-
-
-def _read_next_id(path: Path) -> int:
-    try:
-        return int(json.loads(path.read_text(encoding="utf-8"))["next_id"])
-    except FileNotFoundError:
-        raise InputError("the saved quote index has no settings file", path=path) from None
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-        raise InputError('expected {"next_id": ...}', path=path) from None

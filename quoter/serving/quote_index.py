@@ -3,24 +3,25 @@
 Every vector carries its quote's id, so ids stay stable while quotes are added and removed. A copy of
 the vectors is kept beside faiss as well, for the softmax normaliser over the full quote set: computed
 from every score with the exact index, estimated from a fixed sample of quotes with IVF (IndexConfig).
+That copy grows by a quarter at a time, so adding a quote costs the same however many there are.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import threading
-from pathlib import Path
 
 import faiss
 import numpy as np
 import torch
 
-from quoter.errors import InputError, QuoterError
+from quoter.errors import QuoterError
 from quoter.serving.index_config import IndexConfig, IndexKind
 
-INDEX_FILE = "index.faiss"
 # faiss warns below 39 training points per cluster; fewer clusters beat badly placed ones.
 POINTS_PER_CLUSTER = 39
+GROWTH_MIN = 64  # rows of spare room added at least when the copy of the vectors grows
 
 
 def ivf_clusters(config: IndexConfig, quotes: int) -> int:
@@ -56,10 +57,8 @@ class QuoteIndex:
         ids: np.ndarray,
         vectors: np.ndarray,
         config: IndexConfig = IndexConfig(),
-        built: faiss.Index | None = None,
     ) -> None:
-        """Index `vectors` (n, dim) under `ids` (n,), which must be distinct; `built`: a faiss index of
-        `config`'s kind that already holds them (read from a file)."""
+        """Index `vectors` (n, dim) under `ids` (n,), which must be distinct."""
         ids = np.asarray(ids, dtype=np.int64)
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or len(ids) != len(vectors):
@@ -69,15 +68,23 @@ class QuoteIndex:
         self.config = config
         self.dim = vectors.shape[1]
         self._lock = threading.RLock()
-        self._ids = ids
-        self._vectors = vectors
-        if built is None:
-            built = _empty_index(self.dim, config, vectors)
-            built.add_with_ids(vectors, ids)
-        self._cpu = built
+        self._size = len(ids)
+        self._id_rows = np.array(ids)  # the ids, then spare room
+        self._vector_rows = np.array(vectors)  # the vectors in the ids' order, then spare room
+        self._known = set(ids.tolist())
+        self._cpu = _empty_index(self.dim, config, vectors)
+        self._cpu.add_with_ids(vectors, ids)
         self._gpu_resources = faiss.StandardGpuResources() if config.gpu and gpu_available() else None
         self._search_index = self._for_search()
         self._sample_rows = self._draw_sample()
+
+    @property
+    def _ids(self) -> np.ndarray:
+        return self._id_rows[: self._size]
+
+    @property
+    def _vectors(self) -> np.ndarray:
+        return self._vector_rows[: self._size]
 
     def _exact_normalizer(self) -> bool:
         return self.config.kind is IndexKind.EXACT or len(self._ids) <= self.config.normalizer_sample
@@ -119,11 +126,18 @@ class QuoteIndex:
         ids = np.asarray(ids, dtype=np.int64)
         vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(ids), self.dim)
         with self._lock:
-            if np.isin(ids, self._ids).any() or len(np.unique(ids)) != len(ids):
+            if self._known.intersection(ids.tolist()) or len(np.unique(ids)) != len(ids):
                 raise ValueError("quote ids must be distinct")
             self._cpu.add_with_ids(vectors, ids)
-            self._ids = np.concatenate([self._ids, ids])
-            self._vectors = np.concatenate([self._vectors, vectors])
+            end = self._size + len(ids)
+            if end > len(self._id_rows):
+                capacity = max(end, len(self._id_rows) + len(self._id_rows) // 4 + GROWTH_MIN)
+                self._id_rows = _grown(self._id_rows, capacity)
+                self._vector_rows = _grown(self._vector_rows, capacity)
+            self._id_rows[self._size : end] = ids
+            self._vector_rows[self._size : end] = vectors
+            self._size = end
+            self._known.update(ids.tolist())
             self._search_index = self._for_search()
             self._sample_rows = self._draw_sample()
 
@@ -133,11 +147,22 @@ class QuoteIndex:
         with self._lock:
             removed = int(self._cpu.remove_ids(ids))
             keep = ~np.isin(self._ids, ids)
-            self._ids = self._ids[keep]
-            self._vectors = self._vectors[keep]
+            kept = int(keep.sum())
+            self._id_rows[:kept] = self._ids[keep]
+            self._vector_rows[:kept] = self._vectors[keep]
+            self._size = kept
+            self._known.difference_update(ids.tolist())
             self._search_index = self._for_search()
             self._sample_rows = self._draw_sample()
             return removed
+
+    def fingerprint(self) -> str:
+        """A hash of the ids and their vectors, whatever order they were added in."""
+        with self._lock:
+            order = np.argsort(self._ids)
+            digest = hashlib.sha256(self._ids[order].tobytes())
+            digest.update(self._vectors[order].tobytes())
+        return digest.hexdigest()
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The top `k` quotes of each query, best first: (scores, ids) of shape (queries, k') with
@@ -176,33 +201,12 @@ class QuoteIndex:
         rest = torch.where(rest_count > 0, rest_mean + torch.log(rest_count), torch.full_like(rest_mean, -np.inf))
         return torch.logaddexp(torch.logsumexp(head, dim=1), rest).numpy()
 
-    def save(self, path: Path) -> None:
-        """Write the CPU index to `path` (faiss format). Writing it atomically is the caller's part."""
-        with self._lock:
-            faiss.write_index(self._cpu, str(path))
 
-    @classmethod
-    def load(cls, path: Path, ids: np.ndarray, config: IndexConfig = IndexConfig()) -> QuoteIndex:
-        """Read an index written by `save`; `ids` are the quotes it must hold. An index of another kind
-        than `config` asks for is rebuilt from the stored vectors; an IVF index keeps its trained clusters."""
-        try:
-            stored = faiss.read_index(str(path))
-        except RuntimeError as error:
-            raise InputError(f"not a readable faiss index ({str(error).splitlines()[0]})", path=path) from None
-        ids = np.asarray(ids, dtype=np.int64)
-        if stored.ntotal != len(ids):
-            raise InputError(f"the index holds {stored.ntotal} vectors for {len(ids)} quotes", path=path)
-        try:
-            vectors = stored.reconstruct_batch(ids) if len(ids) else np.zeros((0, stored.d), np.float32)
-        except RuntimeError:
-            raise InputError("the index does not hold the quote ids it should", path=path) from None
-        ivf = faiss.try_extract_index_ivf(stored)
-        if config.kind is IndexKind.IVF and ivf is not None:
-            ivf.nprobe = config.nprobe
-            return cls(ids, vectors, config, stored)
-        if config.kind is IndexKind.EXACT and ivf is None:
-            return cls(ids, vectors, config, stored)
-        return cls(ids, vectors, config)
+def _grown(rows: np.ndarray, capacity: int) -> np.ndarray:
+    """`rows` copied into an array with room for `capacity` rows."""
+    grown = np.empty((capacity, *rows.shape[1:]), dtype=rows.dtype)
+    grown[: len(rows)] = rows
+    return grown
 
 
 def recall_at_k(vectors: np.ndarray, queries: np.ndarray, config: IndexConfig, k: int = 10) -> float:

@@ -55,7 +55,7 @@ class Recommender:
         self.context_encoder = quantized(bundle.context_encoder) if config.int8 else bundle.context_encoder
         self.quotes = LiveQuotes.from_bundle(bundle, config.index, folder)
         self._batcher: MicroBatcher[tuple[Query, int], list[ScoredQuote]] = MicroBatcher(
-            self._recommend_items, config.batching
+            self._recommend_items, config.batching, self._most_tokens
         )
 
     def recommend(self, queries: Sequence[Query], k: int) -> list[list[ScoredQuote]]:
@@ -68,9 +68,15 @@ class Recommender:
         vectors = self.context_encoder.encode([query for query, _ in items], self.config.encode_batch)
         return self.quotes.search(vectors, [k for _, k in items])
 
-    async def recommend_async(self, query: Query, k: int) -> list[ScoredQuote]:
-        """The top k quotes of one context, encoded together with the other requests waiting now."""
-        return await self._batcher.submit((query, k))
+    def _most_tokens(self, item: tuple[Query, int]) -> int:
+        # Its tokens, estimated from above: a token covers at least one character (only the few special tokens
+        # cover none), and the encoder reads at most max_length tokens.
+        query, _ = item
+        return min(len(query.left) + len(query.right), self.context_encoder.config.max_length)
+
+    async def recommend_async(self, requests: Sequence[tuple[Query, int]]) -> list[list[ScoredQuote]]:
+        """The top k quotes of each (context, k), encoded together with the other requests waiting now."""
+        return await self._batcher.submit(requests)
 
     @property
     def batch_sizes(self) -> Counter[int]:

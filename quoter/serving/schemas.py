@@ -1,10 +1,13 @@
-"""The HTTP API's request and response bodies, with the limits that keep one request cheap."""
+"""The HTTP API's request and response bodies, with the limits that keep one request cheap.
+
+Request fields are strict: `"k": true` or `"k": "5"` is an error, not 1 or 5.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, Strict
 
 from quoter.languages import Language
 
@@ -17,13 +20,18 @@ MAX_PAGE = 100
 MAX_SEARCH_CHARS = 200
 
 
+# A strict str also refuses a lone surrogate (JSON can spell "\ud800"), which is no text.
+Text = Annotated[str, Strict()]
+Count = Annotated[int, Strict()]
+
+
 class RecommendRequest(BaseModel):
     """A context: the text before the gap and after it (empty or left out for autocomplete)."""
 
-    left: str = Field(max_length=MAX_CONTEXT_CHARS, description="Text before the gap.")
-    right: str = Field("", max_length=MAX_CONTEXT_CHARS, description="Text after the gap; empty for left-only.")
+    left: Text = Field(max_length=MAX_CONTEXT_CHARS, description="Text before the gap.")
+    right: Text = Field("", max_length=MAX_CONTEXT_CHARS, description="Text after the gap; empty for left-only.")
     lang: Language | None = Field(None, description="Bundle language; guessed from the text when left out.")
-    k: int = Field(10, ge=1, le=MAX_K, description="How many quotes to return.")
+    k: Count = Field(10, ge=1, le=MAX_K, description="How many quotes to return.")
 
 
 class RecommendBatchRequest(BaseModel):
@@ -64,9 +72,9 @@ class RecommendBatchResponse(BaseModel):
 class QuoteIn(BaseModel):
     """A quote to list."""
 
-    quote: str = Field(min_length=1, max_length=MAX_QUOTE_CHARS)
-    source: str = Field("", max_length=MAX_SOURCE_CHARS)
-    gloss: str = Field(
+    quote: Text = Field(min_length=1, max_length=MAX_QUOTE_CHARS)
+    source: Text = Field("", max_length=MAX_SOURCE_CHARS)
+    gloss: Text = Field(
         "", max_length=MAX_SOURCE_CHARS, description="What the quote means; read with it when the bundle reads glosses."
     )
     lang: Language | None = Field(None, description="Required when several bundles are hosted.")

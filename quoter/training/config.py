@@ -17,6 +17,7 @@ import yaml
 
 from quoter.encoders.pooling import GapMarker, PoolingChoice
 from quoter.errors import QuoterError
+from quoter.fusion import FusionRule
 from quoter.languages import Language
 
 
@@ -130,6 +131,16 @@ class StageConfig:
 
 
 @dataclass(frozen=True)
+class FusionConfig:
+    """Hybrid ranking: after training, fuse the trained model's scores with BM25 and CRM, the weights fitted
+    on the valid split, and save the fusion in the bundle (off: the bundle ranks by the dense score alone,
+    as the paper does)."""
+
+    enabled: bool = True
+    rule: FusionRule = FusionRule.ZSCORE
+
+
+@dataclass(frozen=True)
 class ValidationConfig:
     """Exact MRR over the full quote set on the valid split; max_samples: evenly spread valid contexts to use
     (None: all), which keeps validation affordable on a CPU."""
@@ -148,7 +159,8 @@ class RunConfig:
     """seed: python, numpy and torch; precision 'auto': bf16-mixed on GPUs, 32-true on CPU; devices 'auto':
     every GPU (DDP when more than one) or the CPU; checkpoint_every: optimizer steps between resumable
     checkpoints; checkpoints: their folder (None: OUTPUT.checkpoints beside the output); resume: continue
-    the run found there."""
+    the run found there; keep_checkpoints: keep them once the bundle is written (else they are deleted then,
+    the logs kept: they only serve resuming the run)."""
 
     output: str | None = None
     seed: int = 42
@@ -158,6 +170,7 @@ class RunConfig:
     checkpoint_every: int = 200
     checkpoints: str | None = None
     resume: bool = True
+    keep_checkpoints: bool = False
     logger: LoggerKind = LoggerKind.AUTO
     progress_bar: bool = True
 
@@ -179,6 +192,7 @@ class TrainConfig:
     joint: StageConfig = field(default_factory=StageConfig)
     retrain: StageConfig = field(default_factory=StageConfig)
     validation: ValidationConfig = field(default_factory=ValidationConfig)
+    fusion: FusionConfig = field(default_factory=FusionConfig)
     run: RunConfig = field(default_factory=RunConfig)
 
     def __post_init__(self) -> None:

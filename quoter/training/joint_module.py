@@ -60,7 +60,9 @@ class JointModule(StageModule):
         return torch.from_numpy(self.quote_encoder.encode_records(self.data.records))
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        super().on_save_checkpoint(checkpoint)
         checkpoint[NEGATIVES_KEY] = self.negatives.state_dict()
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        super().on_load_checkpoint(checkpoint)
         self.negatives.load_state_dict(checkpoint[NEGATIVES_KEY])

@@ -3,6 +3,7 @@ off for the ablations), and write the Bundle."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -10,9 +11,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytorch_lightning as pl
 from pytorch_lightning.utilities import rank_zero_only
 
+from quoter.baselines.lexical_signals import lexical_signals
 from quoter.bundle import Bundle
 from quoter.datasets import load_dataset
 from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
@@ -21,7 +24,10 @@ from quoter.encoders.model_sources import default_model, load_pretrained, native
 from quoter.encoders.pooling import choose_pooling
 from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.errors import QuoterError
+from quoter.fusion import FusionRule, Signal, fit_fusion
 from quoter.languages import Language, choose_language
+from quoter.metrics import ranks_from_scores
+from quoter.ranking import Query
 from quoter.sememes.alignment import SememeAnnotator
 from quoter.sememes.sources import LexiconConfig, load_lexicon
 from quoter.training.config import TrainConfig, config_to_dict
@@ -29,11 +35,14 @@ from quoter.training.data import QuoteDataModule, TrainingData
 from quoter.training.joint_module import JointModule
 from quoter.training.negatives import NegativeSampler
 from quoter.training.retrain_module import RetrainModule
-from quoter.training.trainer import run_stage
+from quoter.training.trainer import remove_stage_checkpoints, run_stage
 
 CONFIG_FILE = "config.json"
 # Settings that may change when a run is resumed: they do not change what is trained.
-RESUME_FREE = ("resume", "progress_bar", "logger", "output", "checkpoints")
+RESUME_FREE = ("resume", "progress_bar", "logger", "output", "checkpoints", "keep_checkpoints")
+# The checkpoint folder's subfolder of each stage.
+JOINT_FOLDER = "joint"
+RETRAIN_FOLDER = "retrain"
 
 
 @dataclass
@@ -111,6 +120,16 @@ def claim_folder(folder: Path, config: TrainConfig) -> None:
     path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
 
 
+def remove_checkpoints(folder: Path) -> None:
+    """Delete a run's checkpoints and its record of settings, keeping its logs; then the folder, if that left it
+    empty (run.checkpoints may name a folder that holds other files too)."""
+    for stage in (JOINT_FOLDER, RETRAIN_FOLDER):
+        remove_stage_checkpoints(folder / stage)
+    (folder / CONFIG_FILE).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
 def train(config: TrainConfig, log: Callable[[str], None] = print) -> Bundle:
     """Train as configured, write the bundle to run.output and return it."""
     if config.data.path is None:
@@ -145,11 +164,32 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> Bundle:
         "config": config_to_dict(config),
     }
     bundle = Bundle(language, encoders.context, encoders.quote, data.records, vectors, encoders.lexicon, info)
+    if config.fusion.enabled:
+        fit_bundle_fusion(bundle, data, config.fusion.rule, config.validation.batch_size, log)
     # Under DDP every rank runs this function; one writes.
     if rank_zero_only.rank == 0:
         bundle.save(config.run.output)
+        if not config.run.keep_checkpoints:
+            remove_checkpoints(folder)
     log(f"bundle written to {config.run.output} in {info['train_seconds']} s")
     return bundle
+
+
+def fit_bundle_fusion(
+    bundle: Bundle, data: TrainingData, rule: FusionRule, batch_size: int, log: Callable[[str], None]
+) -> None:
+    """Make the bundle hybrid: fuse its dense scores with BM25 and CRM over the training contexts, the weights
+    fitted on the valid contexts; the fitted weights and both valid MRRs go to its info."""
+    lexical = lexical_signals(bundle.quotes, data.train, bundle.language)
+    signals = {"dense": Signal(bundle.ranker(batch_size)), **lexical}
+    queries = [Query(sample.left, sample.right) for sample in data.valid]
+    gold = [sample.quote_id for sample in data.valid]
+    scores = {name: signal.ranker.score(queries) for name, signal in signals.items()}
+    fusion, fused_mrr = fit_fusion(scores, gold, rule, {name: signal.covered for name, signal in signals.items()})
+    dense_mrr = float(np.mean(1.0 / ranks_from_scores(scores["dense"], gold)))
+    bundle.fusion, bundle.known_contexts = fusion, list(data.train)
+    bundle.info["fusion"] = {**fusion.to_json(), "valid_mrr": fused_mrr, "valid_mrr_dense": dense_mrr}
+    log(f"fusion fitted on valid ({fusion.describe()}): valid MRR {fused_mrr:.4f}, dense alone {dense_mrr:.4f}")
 
 
 def train_stages(
@@ -164,7 +204,7 @@ def train_stages(
         negatives = NegativeSampler(data.train_quote_ids, config.negatives, seed)
         module = JointModule(encoders.context, encoders.quote, data, config.joint, negatives)
         batches = QuoteDataModule(data, config.joint.batch_size, valid_batch, seed, config.negatives.in_batch)
-        metrics["joint"] = run_stage(module, batches, config.joint, config.run, folder / "joint", "joint")
+        metrics["joint"] = run_stage(module, batches, config.joint, config.run, folder / JOINT_FOLDER, "joint")
         log(f"stage 1: best validation MRR {metrics['joint']['val_mrr']:.4f}")
     if config.retrain.enabled:
         log("stage 2: training the context encoder over all train quotes, quote encoder frozen")
@@ -172,7 +212,7 @@ def train_stages(
         stage_one = {key: value.clone() for key, value in encoders.context.state_dict().items()}
         module = RetrainModule(encoders.context, encoders.quote.encode_records(data.records), data, config.retrain)
         batches = QuoteDataModule(data, config.retrain.batch_size, valid_batch, seed, False)
-        metrics["retrain"] = run_stage(module, batches, config.retrain, config.run, folder / "retrain", "retrain")
+        metrics["retrain"] = run_stage(module, batches, config.retrain, config.run, folder / RETRAIN_FOLDER, "retrain")
         log(f"stage 2: best validation MRR {metrics['retrain']['val_mrr']:.4f}")
         # Stage 1 validated against the same quote vectors, so its MRR is the starting point stage 2 must beat.
         if "joint" in metrics and metrics["retrain"]["val_mrr"] < metrics["joint"]["val_mrr"]:

@@ -4,6 +4,7 @@ AdamW with a linearly declining learning rate."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Any
 
 import numpy as np
 import pytorch_lightning as pl
@@ -66,6 +67,26 @@ class StageModule(pl.LightningModule, ABC):
         for name in VALID_METRICS:
             self.log(f"val_{name}", metrics[name], prog_bar=name == "mrr")
         self._valid_ranks = []
+
+    def _frozen_names(self) -> set[str]:
+        return {name for name, parameter in self.named_parameters() if not parameter.requires_grad}
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        # Frozen weights keep the pretrained values every run starts from: a checkpoint need not copy them
+        # (a multilingual model's word embeddings are most of its size).
+        for name in self._frozen_names():
+            checkpoint["state_dict"].pop(name, None)
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["state_dict"] = self._with_frozen(checkpoint["state_dict"])
+
+    def load_saved_weights(self, state_dict: dict[str, torch.Tensor]) -> None:
+        """Load weights saved in a checkpoint of this stage, which leaves out the frozen ones."""
+        self.load_state_dict(self._with_frozen(state_dict))
+
+    def _with_frozen(self, state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        frozen = self._frozen_names()
+        return {**{name: value for name, value in self.state_dict().items() if name in frozen}, **state_dict}
 
     def configure_optimizers(self):
         parameters = [p for p in self.parameters() if p.requires_grad]

@@ -3,9 +3,11 @@ selection of the best checkpoint, and resumption of a run that was killed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import netrc
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +121,20 @@ def run_stage(
     metrics = {MONITOR: float(best.best_model_score), "epochs": trainer.current_epoch, "steps": trainer.global_step}
     _load_weights(module, Path(best.best_model_path))
     write_json_atomic(done, {"checkpoint": best.best_model_path, "metrics": metrics})
+    # A finished stage is never trained again (a resumed run loads its best weights), so its last state goes.
+    if trainer.is_global_zero:
+        last.unlink(missing_ok=True)
     return metrics
+
+
+def remove_stage_checkpoints(folder: Path) -> None:
+    """Delete a stage's checkpoints and the record that it finished (which names its best checkpoint), but not
+    its logs; then the folder, if nothing else is left in it."""
+    shutil.rmtree(folder / BEST_FOLDER, ignore_errors=True)
+    for name in (LAST_CHECKPOINT, DONE_FILE):
+        (folder / name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 def _validation_schedule(stage: StageConfig, run: RunConfig, batches_per_epoch: int) -> dict[str, Any]:
@@ -133,5 +148,4 @@ def _validation_schedule(stage: StageConfig, run: RunConfig, batches_per_epoch: 
 
 
 def _load_weights(module: StageModule, checkpoint: Path) -> None:
-    state = torch.load(checkpoint, map_location="cpu", weights_only=True)["state_dict"]
-    module.load_state_dict(state)
+    module.load_saved_weights(torch.load(checkpoint, map_location="cpu", weights_only=True)["state_dict"])

@@ -5,13 +5,10 @@ from __future__ import annotations
 import json
 import random
 import resource
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-
-from tqdm import tqdm
 
 from quoter.atomic_files import write_folder_atomic
 from quoter.datasets import dataset_stats, load_dataset, render_stats
@@ -35,6 +32,7 @@ from quoter.datasets.mining.selection import (
 from quoter.datasets.mining.sentences import choose_splitter
 from quoter.datasets.mining.sources import SelfCitations, read_sources
 from quoter.errors import QuoterError
+from quoter.progress import progress_bar
 
 OUTPUT_FILES = ("data.txt", "splits.json", "stats.md")
 # Overlap between blocks of one file, beyond twice the longest quote: ample for 40 words or 50 characters.
@@ -155,7 +153,7 @@ class CorpusSearch:
         self.margin = BLOCK_MARGIN_CHARS + 2 * max((len(quote.text) for quote in quotes), default=0)
 
     def run(self) -> None:
-        """Search every corpus file, block by block, with a progress bar on stderr."""
+        """Search every corpus file, block by block, with a progress bar on a terminal."""
         if not self.config.corpus_paths:
             return
         documents = corpus_files(self.config.corpus_paths)
@@ -164,13 +162,12 @@ class CorpusSearch:
         marked = set(self.self_citations.marked_files())
         self.report.marked_documents = sum(document.path.name in marked for document in documents)
         started = time.perf_counter()
-        with tqdm(
+        with progress_bar(
             total=self.report.corpus_bytes,
             unit="B",
             unit_scale=True,
             desc="searching corpus",
-            file=sys.stderr,
-            disable=not self.config.progress,
+            enabled=self.config.progress,
         ) as progress:
             for document in documents:
                 excluded = self.self_citations.excluded_quotes(document.path)

@@ -1,0 +1,59 @@
+"""What a server accepts: request body size, contexts waiting for the model, Host names, idle connections."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from quoter.errors import QuoterError
+from quoter.serving.schemas import MAX_BATCH
+
+# Host header values of a loopback server; IPv6 literals come in brackets, as in the header.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+ANY_HOST = "*"
+EVERY_INTERFACE = ("0.0.0.0", "::")
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What one server accepts; each default is chosen as follows.
+
+    max_body_bytes: the largest request body (413 beyond); a full batch of 2 x 2,000-character contexts
+    written in 6-byte \\u escapes is about 1.5 MB.
+    max_queued_contexts: contexts waiting for the model or in it, beyond which a request gets 503 with a
+    Retry-After of retry_after_s seconds; eight full batches, which single contexts overtake (micro_batching).
+    allowed_hosts: the Host header values answered (400 otherwise), so that a web page cannot reach a local
+    server through DNS rebinding; "*" answers any.
+    keep_alive_s: how long an idle connection stays open; longer than clients keep idle connections (httpx
+    5 s, aiohttp 15 s), so that the server never closes one just as a client reuses it.
+    """
+
+    max_body_bytes: int = 2 * 1024 * 1024
+    max_queued_contexts: int = 8 * MAX_BATCH
+    retry_after_s: int = 1
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
+    keep_alive_s: int = 75
+
+    def __post_init__(self) -> None:
+        if self.max_queued_contexts < MAX_BATCH:
+            raise QuoterError(f"max_queued_contexts must be at least {MAX_BATCH}, the largest batch request")
+
+
+def is_loopback(address: str) -> bool:
+    """Whether a server bound to this address is reachable from this machine only."""
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:  # a host name
+        return False
+
+
+def hosts_for_address(address: str) -> tuple[str, ...]:
+    """The Host header values a server bound to this address answers by default: the loopback names on
+    loopback, any on every interface, else the address itself."""
+    if address in EVERY_INTERFACE:
+        return (ANY_HOST,)
+    if is_loopback(address):
+        return LOOPBACK_HOSTS
+    return (f"[{address}]",) if ":" in address else (address,)
