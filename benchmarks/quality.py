@@ -1,7 +1,8 @@
 """Recommendation quality on every development set, in one run (a benchmark, not a test).
 
     python -m benchmarks.quality [--split test|valid] [--sets en zh-modern zh-classical example]
-                                 [--methods bm25 crm mask native native+gloss plain hybrid hybrid-rrf] [--gap-markers]
+                                 [--methods bm25 crm mask native native+gloss plain hybrid hybrid-rrf]
+                                 [--bundle zh-classical=bundles/zh-classical ...] [--gap-markers]
 
 For each set (built by `make -C data en|zh-modern|zh-classical`; `example` is the built-in example set) it
 prints MRR, R@1 and R@10 over the full quote set of:
@@ -11,6 +12,8 @@ prints MRR, R@1 and R@10 over the full quote set of:
   native+gloss         the same, each quote read with its gloss (the set's glosses.tsv);
   hybrid, hybrid-rrf   native+gloss fused with bm25 (over quote, gloss and source) and crm, by z-scores or
                        reciprocal ranks, the weights fitted on the valid split (`quoter evaluate --method hybrid`);
+  trained,             with --bundle SET=DIR (a bundle `quoter train` wrote from SET's train split): its dense
+  trained+fusion       score alone, and its saved fusion with bm25 and crm (the shipped method);
   plain                an independent baseline written here with plain transformers on the same model:
                        mean pooling, cosine, e5 prompts for e5, the gap written as '___'.
 Where the set has a candidate file (zh-modern: candidates.jsonl), multiple-choice accuracy too.
@@ -55,6 +58,7 @@ SETS = {
     "example": (Path(quoter.__file__).parent / "examples" / "proverbs.tsv", Language.EN),
 }
 METHODS = ("bm25", "crm", "mask", "native", "native+gloss", "plain", "hybrid", "hybrid-rrf")
+TRAINED_METHODS = ("trained", "trained+fusion")
 E5_MODELS = ("offline:me5-small",)
 
 
@@ -103,8 +107,11 @@ class Row:
     metrics: dict[str, float]
 
 
-def build(method: str, dataset: QuoteDataset, language: Language, gap: GapMarker | None) -> Ranker:
+def build(method: str, dataset: QuoteDataset, language: Language, gap: GapMarker | None, bundle: str | None) -> Ranker:
     """The ranker of a benchmark method over the dataset's (candidate-extended) quote set."""
+    if method in TRAINED_METHODS:
+        options = MethodOptions(lang=language, bundle=bundle, dense_only=method == "trained")
+        return build_ranker("bundle", dataset, options)
     if method in ("bm25", "crm"):
         return build_ranker(method, dataset, MethodOptions(lang=language))
     if method == "plain":
@@ -116,8 +123,9 @@ def build(method: str, dataset: QuoteDataset, language: Language, gap: GapMarker
     return build_ranker("hybrid" if method.startswith("hybrid") else "encoder", dataset, options)
 
 
-def run_set(name: str, methods: Sequence[str], split: str, gap_markers: bool) -> list[Row]:
-    """Every method on one set; a set that is not built is skipped with a note."""
+def run_set(name: str, methods: Sequence[str], split: str, gap_markers: bool, bundle: str | None) -> list[Row]:
+    """Every method on one set, and the trained methods when a bundle is given for it; a set that is not built
+    is skipped with a note."""
     path, language = SETS[name]
     if not path.is_file():
         print(f"{name}: {path} is missing; build it with `make -C data {name}`")
@@ -127,11 +135,13 @@ def run_set(name: str, methods: Sequence[str], split: str, gap_markers: bool) ->
     candidate_file = path.parent / "candidates.jsonl"
     candidates = read_candidates(candidate_file, dataset) if candidate_file.is_file() and split == "test" else None
     runs = [(method, None) for method in methods]
+    if bundle is not None:
+        runs += [(method, None) for method in TRAINED_METHODS]
     if gap_markers:
         runs += [("native", marker) for marker in GapMarker]
     rows = []
     for method, gap in runs:
-        ranker = build(method, dataset, language, gap)
+        ranker = build(method, dataset, language, gap, bundle)
         report = evaluate(ranker, dataset, split, method, candidates=candidates)
         label = method if gap is None else f"native, gap {gap.value}"
         rows.append(Row(name, label, {**report.overall, **report.candidate_metrics()}))
@@ -171,8 +181,18 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--gap-markers", action="store_true", help="add native with each gap marker")
     parser.add_argument("--no-writers-check", action="store_true", help="skip the writer's check")
+    parser.add_argument(
+        "--bundle", action="append", default=[], metavar="SET=DIR", help="add a bundle trained on SET's train split"
+    )
     args = parser.parse_args()
-    rows = [row for name in args.sets for row in run_set(name, args.methods, args.split, args.gap_markers)]
+    bundles = dict(spec.split("=", 1) for spec in args.bundle)
+    if unknown := set(bundles) - set(SETS):
+        parser.error(f"--bundle: unknown set(s) {', '.join(sorted(unknown))}; known: {', '.join(SETS)}")
+    rows = [
+        row
+        for name in args.sets
+        for row in run_set(name, args.methods, args.split, args.gap_markers, bundles.get(name))
+    ]
     table = [
         [
             row.data_set,

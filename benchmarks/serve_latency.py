@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -30,6 +31,7 @@ from quoter.bundle import Bundle, QuoteRecord
 from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.model_sources import load_pretrained
+from quoter.encoders.pooling import PAPER_POOLING, EncoderPooling
 from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.languages import Language
 from quoter.tables import markdown_table
@@ -50,16 +52,16 @@ CONTEXTS = [
 ]
 
 
-def synthetic_bundle(folder: Path, quotes: int, seed: int = 0) -> Path:
-    """Save a bundle with the real English model and `quotes` random unit quote vectors."""
+def synthetic_bundle(folder: Path, quotes: int, seed: int = 0, pooling: EncoderPooling = PAPER_POOLING) -> Path:
+    """Save a bundle with the real English model, read with `pooling`, and `quotes` random unit quote vectors."""
     model, tokenizer = load_pretrained(MODEL)
     vectors = np.random.default_rng(seed).standard_normal((quotes, model.config.hidden_size)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     records = [QuoteRecord(f"synthetic quote {i}", "benchmark") for i in range(quotes)]
     bundle = Bundle(
         Language.EN,
-        ContextEncoder(model, tokenizer, ContextEncoderConfig()),
-        QuoteEncoder(model, tokenizer, QuoteEncoderConfig()),
+        ContextEncoder(model, tokenizer, ContextEncoderConfig(pooling=pooling.context, gap=pooling.gap)),
+        QuoteEncoder(model, tokenizer, QuoteEncoderConfig(pooling=pooling.quote)),
         records,
         vectors,
         info={"model": MODEL, "synthetic_vectors": True},
@@ -75,10 +77,15 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_server(bundle: Path, port: int, int8: bool) -> subprocess.Popen:
-    """Run serve.py in a subprocess and wait until /health answers."""
-    command = [sys.executable, str(REPO / "serve.py"), "--bundle", f"en={bundle}", "--port", str(port)]
-    server = subprocess.Popen(command + (["--int8"] if int8 else []), cwd=REPO, env={**os.environ})
+def start_server(bundle: Path, port: int, int8: bool, options: Sequence[str] = ()) -> subprocess.Popen:
+    """Run serve.py on the bundle in a subprocess, with more command-line `options`, and wait until it answers."""
+    command = [sys.executable, str(REPO / "serve.py"), "--bundle", f"en={bundle}", "--port", str(port), *options]
+    return start_and_wait(command + (["--int8"] if int8 else []), port)
+
+
+def start_and_wait(command: list[str], port: int) -> subprocess.Popen:
+    """Run a server command in a subprocess and wait until its /health answers on `port`."""
+    server = subprocess.Popen(command, cwd=REPO, env={**os.environ})
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while time.monotonic() < deadline:
         if server.poll() is not None:

@@ -1,20 +1,21 @@
-"""A Quoter model as one folder: both encoders, the quote set and its frozen vectors.
+"""A Quoter model as one self-contained folder: both encoders, the quote set and its frozen vectors.
 
-Training writes a bundle; evaluation, batch recommendation and the server load one. Nothing in it is
-pickled: the encoders are transformers folders (safetensors), the quotes JSON lines, the vectors a
-safetensors file, and the settings JSON.
+Training writes a bundle; evaluation, batch recommendation and the server load one. Loading reads nothing
+outside the folder, so a bundle can be copied anywhere and made read-only. Nothing in it is pickled: the
+encoders are transformers folders (safetensors), the quotes JSON lines, the vectors a safetensors file, and
+the settings JSON.
 
-    bundle.json                   format, version, language, context settings (length, pooling, gap marker),
-                                  lexicon reference, info
-    context_encoder/              the context encoder's model and tokenizer
-    quote_encoder/                the quote encoder (QuoteEncoder.save: model, tokenizer, sememe embeddings,
-                                  pooling and gloss settings)
+    bundle.json                   format, version, language, fusion, info
+    context_encoder/              ContextEncoder.save: model, tokenizer, length, pooling and gap settings
+    quote_encoder/                QuoteEncoder.save: model, tokenizer, sememe embeddings and the sememe
+                                  lexicon they were trained with (with its origin), pooling and gloss settings
     quotes.jsonl                  {"quote", "source"[, "gloss"]}, one per line; a quote's id is its line number
     quote_vectors.safetensors     {"vectors": float32 (quotes, hidden)}, encoded by the quote encoder
     known_contexts.jsonl          (hybrid bundles) {"left", "right", "quote_id"}: the training contexts CRM reads
 
 A hybrid bundle (trained with fusion on) also records in bundle.json the fusion of its dense scores with BM25
-and CRM that was fitted on the valid split; its ranker then ranks by that fused score.
+and CRM that was fitted on the valid split; its ranker then ranks by that fused score. Version 1 bundles
+named their lexicon by a path outside the folder; `quoter bundle upgrade` converts them.
 """
 
 from __future__ import annotations
@@ -32,22 +33,24 @@ from safetensors.torch import load_file, save_file
 from quoter.atomic_files import write_folder_atomic
 from quoter.baselines.lexical_signals import lexical_signals
 from quoter.datasets import Sample
-from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
+from quoter.encoders.configs import ENCODE_BATCH, ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.model_sources import default_model, load_pretrained, native_pooling
-from quoter.encoders.pooling import GapMarker, Pooling, PoolingChoice, choose_pooling
+from quoter.encoders.pooling import GapMarker, PoolingChoice, choose_pooling
 from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.encoders.ranker import EncoderRanker
 from quoter.errors import InputError
 from quoter.fusion import Fusion, HybridRanker, Signal
+from quoter.json_files import read_json_file
 from quoter.languages import Language
 from quoter.quote_record import QuoteRecord
+from quoter.quote_set import QuoteSet, encode_quote_set
 from quoter.ranking import Ranker
-from quoter.sememes.alignment import SememeAnnotator
-from quoter.sememes.sources import LexiconConfig, load_lexicon
 
 BUNDLE_FORMAT = "quoter-bundle"
-BUNDLE_VERSION = 1
+BUNDLE_VERSION = 2
+# Version 1 read its sememe lexicon from a path outside the folder.
+UPGRADABLE_VERSION = 1
 SETTINGS_FILE = "bundle.json"
 CONTEXT_FOLDER = "context_encoder"
 QUOTE_FOLDER = "quote_encoder"
@@ -66,7 +69,6 @@ class Bundle:
     quote_encoder: QuoteEncoder
     quotes: list[QuoteRecord]
     quote_vectors: np.ndarray
-    lexicon: LexiconConfig | None = None
     info: dict[str, Any] = field(default_factory=dict)  # how it was made: model, settings, metrics
     fusion: Fusion | None = None  # hybrid bundles: how dense, BM25 and CRM scores are fused
     known_contexts: list[Sample] = field(default_factory=list)  # hybrid bundles: CRM's training contexts
@@ -75,32 +77,42 @@ class Bundle:
         if self.quote_vectors.shape[0] != len(self.quotes):
             raise ValueError(f"{len(self.quotes)} quotes but {self.quote_vectors.shape[0]} quote vectors")
 
-    def ranker(self, batch_size: int = 32) -> Ranker:
+    def ranker(self, batch_size: int = ENCODE_BATCH) -> Ranker:
         """A Ranker over the bundle's quote set with its frozen vectors, fused with the lexical signals when
         the bundle is hybrid."""
         return self.ranker_over(self.quotes, self.quote_vectors, batch_size)
 
-    def ranker_over(self, records: Sequence[QuoteRecord], vectors: np.ndarray, batch_size: int = 32) -> Ranker:
+    def ranker_over(
+        self, records: Sequence[QuoteRecord], vectors: np.ndarray, batch_size: int = ENCODE_BATCH
+    ) -> Ranker:
         """The bundle's ranking over another quote set (its vectors encoded by this bundle): CRM keeps the
         known contexts of the quotes the set shares with the bundle."""
         dense = EncoderRanker(self.context_encoder, vectors, batch_size)
         if self.fusion is None:
             return dense
+        return HybridRanker({"dense": Signal(dense), **self.lexical_signals_over(records)}, self.fusion)
+
+    def lexical_signals_over(self, records: Sequence[QuoteRecord]) -> dict[str, Signal]:
+        """BM25 over `records` and CRM over the known contexts of the quotes (by text) they share with the
+        bundle: the lexical side of a hybrid bundle's ranking of any quote set."""
         id_of = {record.text: index for index, record in enumerate(records)}
         contexts = [
             replace(sample, quote_id=id_of[self.quotes[sample.quote_id].text])
             for sample in self.known_contexts
             if self.quotes[sample.quote_id].text in id_of
         ]
-        signals = {"dense": Signal(dense), **lexical_signals(records, contexts, self.language)}
-        return HybridRanker(signals, self.fusion)
+        return lexical_signals(records, contexts, self.language)
+
+    def quote_set(self) -> QuoteSet:
+        """The bundle's own quotes (ids = line numbers) with their frozen vectors."""
+        ids = list(range(len(self.quotes)))
+        return QuoteSet(ids, list(self.quotes), self.quote_vectors, self.quote_encoder.identity)
 
     def save(self, folder: str | Path) -> None:
         """Write the bundle; `folder` is replaced only once the new bundle is complete."""
 
         def build(target: Path) -> None:
-            self.context_encoder.model.save_pretrained(target / CONTEXT_FOLDER)
-            self.context_encoder.tokenizer.save_pretrained(target / CONTEXT_FOLDER)
+            self.context_encoder.save(target / CONTEXT_FOLDER)
             self.quote_encoder.save(target / QUOTE_FOLDER)
             lines = (json.dumps(q.to_json(), ensure_ascii=False) for q in self.quotes)
             (target / QUOTES_FILE).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
@@ -114,12 +126,6 @@ class Bundle:
                 "format": BUNDLE_FORMAT,
                 "version": BUNDLE_VERSION,
                 "language": self.language.value,
-                "context_encoder": {
-                    "max_length": self.context_encoder.config.max_length,
-                    "pooling": self.context_encoder.config.pooling.to_json(),
-                    "gap": self.context_encoder.config.gap.value,
-                },
-                "lexicon": None if self.lexicon is None else _lexicon_to_json(self.lexicon),
                 "fusion": None if self.fusion is None else self.fusion.to_json(),
                 "info": self.info,
             }
@@ -129,34 +135,27 @@ class Bundle:
 
     @classmethod
     def load(cls, folder: str | Path) -> Bundle:
-        """Load a bundle written by `save`; its lexicon is loaded too, so new quotes get their sememes."""
-        folder = Path(folder)
-        if not folder.is_dir():
-            raise InputError(
-                f"not a Quoter bundle: {'a file' if folder.exists() else 'nothing'} there, not a folder", path=folder
-            )
-        _refuse_pickles(folder)
-        settings = _read_settings(folder / SETTINGS_FILE)
-        language = Language(settings["language"])
-        context_settings = settings["context_encoder"]
-        # Older bundles name only the pooling mode, and always had the mask token in the gap.
-        context_config = ContextEncoderConfig(
-            max_length=int(context_settings["max_length"]),
-            pooling=Pooling.from_json(context_settings["pooling"]),
-            gap=GapMarker(context_settings.get("gap", GapMarker.MASK.value)),
-        )
-        model, tokenizer = load_pretrained(str(folder / CONTEXT_FOLDER))
-        lexicon = None if settings["lexicon"] is None else _lexicon_from_json(settings["lexicon"])
-        annotator = None if lexicon is None else SememeAnnotator(load_lexicon(lexicon, language), language)
+        """Load a bundle written by `save`, reading nothing outside `folder`; its quote encoder keeps its
+        lexicon, so new quotes get their sememes."""
+        folder = check_bundle_folder(folder)
+        settings = read_bundle_settings(folder / SETTINGS_FILE)
+        context_encoder = ContextEncoder.load(folder / CONTEXT_FOLDER)
+        return cls.with_encoders(folder, settings, context_encoder, QuoteEncoder.load(folder / QUOTE_FOLDER))
+
+    @classmethod
+    def with_encoders(
+        cls, folder: Path, settings: dict[str, Any], context_encoder: ContextEncoder, quote_encoder: QuoteEncoder
+    ) -> Bundle:
+        """The bundle in `folder` (its bundle.json `settings` already read) with these encoders: its quotes,
+        their vectors, and a hybrid bundle's fusion and known contexts are read from the folder."""
         quotes = read_quote_records(folder / QUOTES_FILE)
         fusion = None if settings.get("fusion") is None else Fusion.from_json(settings["fusion"])
         return cls(
-            language=language,
-            context_encoder=ContextEncoder(model, tokenizer, context_config),
-            quote_encoder=QuoteEncoder.load(folder / QUOTE_FOLDER, annotator),
+            language=Language(settings["language"]),
+            context_encoder=context_encoder,
+            quote_encoder=quote_encoder,
             quotes=quotes,
             quote_vectors=load_file(str(folder / VECTORS_FILE))["vectors"].numpy(),
-            lexicon=lexicon,
             info=settings.get("info", {}),
             fusion=fusion,
             known_contexts=[] if fusion is None else read_known_contexts(folder / KNOWN_CONTEXTS_FILE, len(quotes)),
@@ -171,7 +170,7 @@ class Bundle:
         pooling: PoolingChoice = PoolingChoice.NATIVE,
         gloss: bool = False,
         gap: GapMarker | None = None,
-        batch_size: int = 32,
+        batch_size: int = ENCODE_BATCH,
     ) -> Bundle:
         """An untrained bundle: one pretrained model (the language's default unless named) for both encoders,
         read with its native pooling unless another is chosen (`gap` overrides its gap marker), without
@@ -181,10 +180,12 @@ class Bundle:
         chosen = choose_pooling(pooling, native_pooling(name))
         context_config = ContextEncoderConfig(pooling=chosen.context, gap=gap or chosen.gap)
         context = ContextEncoder(pretrained, tokenizer, context_config)
-        quote_encoder = QuoteEncoder(pretrained, tokenizer, QuoteEncoderConfig(pooling=chosen.quote, gloss=gloss))
-        vectors = quote_encoder.encode_records(quotes, batch_size)
+        quote_config = QuoteEncoderConfig(pooling=chosen.quote, gloss=gloss)
+        identity = f"pretrained {name} read with {json.dumps(asdict(quote_config), default=str)}"
+        quote_encoder = QuoteEncoder(pretrained, tokenizer, quote_config, identity=identity)
+        encoded = encode_quote_set(quote_encoder, quotes, batch_size=batch_size)
         info = {"model": name, "trained": False}
-        return cls(language, context, quote_encoder, list(quotes), vectors, info=info)
+        return cls(language, context, quote_encoder, encoded.records, encoded.vectors, info=info)
 
 
 def read_quote_records(path: Path) -> list[QuoteRecord]:
@@ -221,35 +222,34 @@ def read_known_contexts(path: Path, n_quotes: int) -> list[Sample]:
     return samples
 
 
-def _refuse_pickles(folder: Path) -> None:
-    """A bundle holds no pickled file: loading one can run any code it carries (transformers would load a
-    pytorch_model.bin where model.safetensors is missing)."""
+def check_bundle_folder(folder: str | Path) -> Path:
+    """`folder` as a Path, refused unless it is a folder without pickled files: loading one can run any code
+    it carries (transformers would load a pytorch_model.bin where model.safetensors is missing)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(
+            f"not a Quoter bundle: {'a file' if folder.exists() else 'nothing'} there, not a folder", path=folder
+        )
     for path in sorted(folder.rglob("*")):
         if path.suffix.lower() in PICKLE_SUFFIXES:
             raise InputError("a bundle holds no pickled files (they can run code when loaded): refused", path=path)
+    return folder
 
 
-def _lexicon_to_json(lexicon: LexiconConfig) -> dict[str, str | None]:
-    return {key: None if value is None else str(value) for key, value in asdict(lexicon).items()}
-
-
-def _lexicon_from_json(data: dict[str, str | None]) -> LexiconConfig:
-    paths = {key: None if data.get(key) is None else Path(str(data[key])) for key in ("cedict", "lemmas")}
-    return LexiconConfig(source=str(data["source"]), **paths)
-
-
-def _read_settings(path: Path) -> dict[str, Any]:
-    try:
-        settings = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("not a Quoter bundle (bundle.json missing)", path=path) from None
-    except json.JSONDecodeError as error:
-        raise InputError(f"invalid JSON: {error.msg}", path=path, line=error.lineno) from None
+def read_bundle_settings(path: Path, version: int = BUNDLE_VERSION) -> dict[str, Any]:
+    """bundle.json of a bundle of `version`; a version 1 bundle is refused with how to convert it."""
+    settings = read_json_file(path, "not a Quoter bundle (bundle.json missing)")
     if not isinstance(settings, dict) or settings.get("format") != BUNDLE_FORMAT:
         raise InputError(f"not a Quoter bundle (format is not '{BUNDLE_FORMAT}')", path=path)
-    if settings.get("version") != BUNDLE_VERSION:
-        raise InputError(f"bundle version {settings.get('version')} is not supported", path=path)
-    for key in ("language", "context_encoder", "lexicon"):
-        if key not in settings:
-            raise InputError(f"missing setting '{key}'", path=path)
+    found = settings.get("version")
+    if found == UPGRADABLE_VERSION and version != UPGRADABLE_VERSION:
+        raise InputError(
+            "a version 1 bundle, which reads its sememe lexicon from outside its folder; convert it with "
+            f"`quoter bundle upgrade {path.parent} NEW_FOLDER [--lexicon FILE]`",
+            path=path,
+        )
+    if found != version:
+        raise InputError(f"bundle version {found} is not supported", path=path)
+    if "language" not in settings:
+        raise InputError("missing setting 'language'", path=path)
     return settings

@@ -89,6 +89,13 @@ def fuse(normalized_scores: Mapping[str, np.ndarray], weights: Mapping[str, floa
     return total
 
 
+def fused_scores(raw: Mapping[str, np.ndarray], covered: Mapping[str, np.ndarray | None], fusion: Fusion) -> np.ndarray:
+    """The fusion of raw score matrices (same shape), each normalised first; a weighted signal without scores
+    (CRM where no quote of the set has training contexts) counts as neutral."""
+    views = {name: normalized(matrix, fusion.rule, covered.get(name)) for name, matrix in raw.items()}
+    return fuse(views, {name: weight for name, weight in fusion.weights.items() if name in views})
+
+
 def fit_fusion(
     scores: Mapping[str, np.ndarray],
     gold: Sequence[int],
@@ -121,13 +128,13 @@ class HybridRanker:
 
     def signal_scores(self, queries: Sequence[Query]) -> dict[str, np.ndarray]:
         """Each weighted signal's raw scores for the queries."""
-        return {name: self.signals[name].ranker.score(queries) for name, w in self.fusion.weights.items() if w}
+        weighted = (name for name, weight in self.fusion.weights.items() if weight and name in self.signals)
+        return {name: self.signals[name].ranker.score(queries) for name in weighted}
 
     def score(self, queries: Sequence[Query]) -> np.ndarray:
         """The fused score of every quote for each query."""
-        raw = self.signal_scores(queries)
-        views = {name: normalized(matrix, self.fusion.rule, self.signals[name].covered) for name, matrix in raw.items()}
-        return fuse(views, self.fusion.weights)
+        covered = {name: signal.covered for name, signal in self.signals.items()}
+        return fused_scores(self.signal_scores(queries), covered, self.fusion)
 
 
 def fit_hybrid(

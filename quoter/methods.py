@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import numpy as np
+from pathlib import Path
 
 from quoter.baselines import BM25Ranker, CRMRanker, LexicalConfig
 from quoter.baselines.crm import Aggregate
 from quoter.baselines.lexical_signals import lexical_signals
 from quoter.datasets import QuoteDataset
+from quoter.encoders.configs import ENCODE_BATCH
 from quoter.encoders.pooling import GapMarker, PoolingChoice
 from quoter.errors import InputError, QuoterError
 from quoter.fusion import FusionRule, Signal, fit_hybrid
@@ -29,9 +29,11 @@ class MethodOptions:
     pooling: PoolingChoice = PoolingChoice.NATIVE  # encoder: the model's native pooling, or a named one
     gap: GapMarker | None = None  # encoder with mean pooling: what stands in the gap; None: the model's choice
     gloss: bool = False  # encoder: quotes are read with their glosses
-    encode_batch_size: int = 32
+    encode_batch_size: int = ENCODE_BATCH
     bundle: str | None = None  # bundle: the folder of a trained (or zero-shot) bundle
+    quotes: str | None = None  # bundle: a quote set its quote encoder made (`quoter encode`); None: its own quotes
     fusion: FusionRule = FusionRule.ZSCORE  # hybrid: how the signals' scores are made comparable
+    dense_only: bool = False  # bundle: rank by a hybrid bundle's dense score alone, without its fusion
 
 
 def _bm25(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
@@ -61,24 +63,24 @@ def _encoder(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
 
 def _bundle(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
     from quoter.bundle import Bundle
+    from quoter.quote_set import encode_quote_set, read_quote_set
 
     if options.bundle is None:
         raise QuoterError("the bundle method needs a bundle folder (--bundle DIR)")
     bundle = Bundle.load(options.bundle)
-    # Ranks are over the dataset's quote set in its order: reuse the bundle's vector of each quote it knows
-    # and encode the others with its quote encoder.
-    row_of = {quote.text: row for row, quote in enumerate(bundle.quotes)}
-    records = dataset.quote_records()
-    missing = [record for record in records if record.text not in row_of]
-    vectors = np.zeros((len(dataset.quotes), bundle.quote_vectors.shape[1]), dtype=np.float32)
-    known = [(index, row_of[quote]) for index, quote in enumerate(dataset.quotes) if quote in row_of]
-    if known:
-        indices, rows = zip(*known)
-        vectors[list(indices)] = bundle.quote_vectors[list(rows)]
-    if missing:
-        new_rows = [index for index, quote in enumerate(dataset.quotes) if quote not in row_of]
-        vectors[new_rows] = bundle.quote_encoder.encode_records(missing, options.encode_batch_size)
-    return bundle.ranker_over(records, vectors, options.encode_batch_size)
+    if options.dense_only:
+        bundle.fusion = None
+    known = bundle.quote_set()
+    if options.quotes is not None:
+        known = read_quote_set(Path(options.quotes))
+        known.check_encoder(bundle.quote_encoder, Path(options.quotes))
+    # Ranks are over the dataset's quote set in its order. A quote the known set holds keeps its record (source
+    # and gloss, which a hybrid bundle's BM25 read when its fusion was fitted) and its vector; the others are
+    # encoded with the bundle's quote encoder.
+    held = {record.text: record for record in known.records}
+    records = [held.get(record.text, record) for record in dataset.quote_records()]
+    quotes = encode_quote_set(bundle.quote_encoder, records, known, options.encode_batch_size)
+    return bundle.ranker_over(quotes.records, quotes.vectors, options.encode_batch_size)
 
 
 def _hybrid(dataset: QuoteDataset, options: MethodOptions) -> Ranker:

@@ -1,4 +1,5 @@
-"""Shared test fixtures: small QuoteR files written into a temporary folder."""
+"""Shared test fixtures: small QuoteR files written into a temporary folder, a private cache, and `quoter serve`
+run without opening a port."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+import uvicorn
+from typer.testing import CliRunner
+
+from quoter.cli import app
 
 
 def write_quoter_file(
@@ -19,6 +24,15 @@ def write_quoter_file(
     return path
 
 
+@pytest.fixture(autouse=True, scope="session")
+def private_cache(tmp_path_factory):
+    """$QUOTER_CACHE in a temporary folder: what the tests export (ONNX graphs of tiny models) stays out of
+    the user's cache."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("QUOTER_CACHE", str(tmp_path_factory.mktemp("quoter-cache")))
+        yield
+
+
 @pytest.fixture
 def write_dataset(tmp_path):
     """Write a QuoteR file (and optional splits) into tmp_path; returns its path."""
@@ -27,3 +41,20 @@ def write_dataset(tmp_path):
         return write_quoter_file(tmp_path, rows, splits, name)
 
     return write
+
+
+@pytest.fixture
+def served(monkeypatch):
+    """Run `quoter serve ...` with uvicorn.run replaced: return the app it would serve, where and how."""
+    calls = {}
+
+    def fake_run(app, host, port, **options):
+        calls.update(app=app, host=host, port=port, options=options)
+
+    monkeypatch.setattr(uvicorn, "run", fake_run)
+
+    def serve(*args, env=None):
+        result = CliRunner().invoke(app, ["serve", *map(str, args)], env=env)
+        return result, calls
+
+    return serve

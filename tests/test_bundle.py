@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from quoter.bundle import Bundle, QuoteRecord
+from quoter.bundle_upgrade import upgrade_bundle
 from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.pooling import GapMarker, Pooling, PoolingMode
@@ -36,7 +37,7 @@ def chinese_bundle(tmp_path):
     context = ContextEncoder(tiny_model(tokenizer, seed=1), tokenizer, ContextEncoderConfig(max_length=32))
     quote = QuoteEncoder(tiny_model(tokenizer, seed=2), tokenizer, QuoteEncoderConfig(alpha=1.0), annotator)
     vectors = quote.encode([q.text for q in QUOTES])
-    return Bundle(Language.ZH, context, quote, QUOTES, vectors, lexicon, info={"note": "test"})
+    return Bundle(Language.ZH, context, quote, QUOTES, vectors, info={"note": "test"})
 
 
 def test_save_then_load_ranks_identically(chinese_bundle, tmp_path):
@@ -61,18 +62,53 @@ def test_context_settings_survive(chinese_bundle, tmp_path):
     assert Bundle.load(tmp_path / "b").context_encoder.config == config
 
 
-def test_a_bundle_saved_before_pooling_was_a_setting_still_loads(chinese_bundle, tmp_path):
+def test_a_bundle_reads_nothing_outside_its_folder(chinese_bundle, tmp_path, monkeypatch):
     chinese_bundle.save(tmp_path / "b")
-    settings = json.loads((tmp_path / "b" / "bundle.json").read_text(encoding="utf-8"))
-    settings["context_encoder"] = {"max_length": 24, "pooling": "cls"}
-    (tmp_path / "b" / "bundle.json").write_text(json.dumps(settings), encoding="utf-8")
-    quote_settings = json.loads((tmp_path / "b" / "quote_encoder" / "quote_encoder.json").read_text(encoding="utf-8"))
-    for key in ("pooling", "gloss"):
-        del quote_settings[key]
-    (tmp_path / "b" / "quote_encoder" / "quote_encoder.json").write_text(json.dumps(quote_settings), encoding="utf-8")
+    (tmp_path / "sememes.txt").unlink()  # the lexicon it was trained with: a copy of it is inside the bundle
+    monkeypatch.chdir(tmp_path / "b" / "quote_encoder")
     loaded = Bundle.load(tmp_path / "b")
-    assert loaded.context_encoder.config == ContextEncoderConfig(24, Pooling(PoolingMode.CLS), GapMarker.MASK)
-    assert loaded.quote_encoder.config.pooling == Pooling(PoolingMode.CLS) and not loaded.quote_encoder.config.gloss
+    lexicon = loaded.quote_encoder.annotator.lexicon
+    assert lexicon.description.startswith("word-sememe file") and "sememes.txt" in lexicon.description
+    new_quote = ["我们学习"]
+    np.testing.assert_array_equal(
+        loaded.quote_encoder.encode(new_quote), chinese_bundle.quote_encoder.encode(new_quote)
+    )
+
+
+def _as_version_one(folder, lexicon_source):
+    """Rewrite a saved bundle in the layout of version 1: the context encoder a bare transformers folder with
+    its settings in bundle.json, the lexicon named by path, and the quote encoder without it."""
+    settings = json.loads((folder / "bundle.json").read_text(encoding="utf-8"))
+    context = json.loads((folder / "context_encoder" / "context_encoder.json").read_text(encoding="utf-8"))
+    settings.update(version=1, context_encoder={"max_length": context["max_length"], "pooling": "mask"})
+    settings["lexicon"] = {"source": lexicon_source, "cedict": None, "lemmas": None}
+    (folder / "bundle.json").write_text(json.dumps(settings), encoding="utf-8")
+    (folder / "context_encoder" / "context_encoder.json").unlink()
+    for part in (folder / "context_encoder" / "model").iterdir():
+        part.rename(folder / "context_encoder" / part.name)
+    quote_settings = json.loads((folder / "quote_encoder" / "quote_encoder.json").read_text(encoding="utf-8"))
+    for key in ("pooling", "gloss", "language", "identity"):
+        del quote_settings[key]
+    quote_settings["version"] = 1
+    (folder / "quote_encoder" / "quote_encoder.json").write_text(json.dumps(quote_settings), encoding="utf-8")
+    (folder / "quote_encoder" / "sememe_lexicon.json").unlink()
+
+
+def test_a_version_one_bundle_is_refused_with_how_to_upgrade_it_and_upgrades(chinese_bundle, tmp_path, monkeypatch):
+    chinese_bundle.save(tmp_path / "old")
+    _as_version_one(tmp_path / "old", "sememes.txt")  # relative to the folder training ran in
+    with pytest.raises(InputError, match="version 1 bundle.*quoter bundle upgrade"):
+        Bundle.load(tmp_path / "old")
+    monkeypatch.chdir(tmp_path)
+    upgrade_bundle(tmp_path / "old", tmp_path / "new")
+    (tmp_path / "sememes.txt").unlink()
+    loaded = Bundle.load(tmp_path / "new")
+    assert loaded.context_encoder.config == ContextEncoderConfig(32, Pooling(PoolingMode.MASK), GapMarker.MASK)
+    np.testing.assert_array_equal(loaded.ranker().score(QUERIES), chinese_bundle.ranker().score(QUERIES))
+    new_quote = ["我们学习"]
+    np.testing.assert_array_equal(
+        loaded.quote_encoder.encode(new_quote), chinese_bundle.quote_encoder.encode(new_quote)
+    )
 
 
 def test_glosses_are_saved_with_the_quotes(chinese_bundle, tmp_path):
@@ -88,7 +124,7 @@ def test_a_zero_shot_bundle_from_a_local_model(tmp_path):
     bundle = Bundle.zero_shot(Language.ZH, QUOTES, model=str(tmp_path / "model"))
     assert bundle.quote_vectors.shape == (3, 16)
     assert bundle.ranker().score(QUERIES).shape == (2, 3)
-    assert bundle.lexicon is None and bundle.info["trained"] is False
+    assert bundle.quote_encoder.annotator is None and bundle.info["trained"] is False
 
 
 def test_vectors_must_match_the_quotes(chinese_bundle):
@@ -116,8 +152,8 @@ def test_a_folder_that_is_not_a_bundle_is_a_clear_error(chinese_bundle, tmp_path
 
 def test_a_bundle_with_a_pickled_file_is_refused_before_anything_is_loaded(chinese_bundle, tmp_path):
     chinese_bundle.save(tmp_path / "b")
-    (tmp_path / "b" / "context_encoder" / "model.safetensors").unlink()
+    (tmp_path / "b" / "context_encoder" / "model" / "model.safetensors").unlink()
     # transformers would load this in place of the missing safetensors file.
-    torch.save({"weights": torch.zeros(1)}, tmp_path / "b" / "context_encoder" / "pytorch_model.bin")
+    torch.save({"weights": torch.zeros(1)}, tmp_path / "b" / "context_encoder" / "model" / "pytorch_model.bin")
     with pytest.raises(InputError, match="pytorch_model.bin: a bundle holds no pickled files"):
         Bundle.load(tmp_path / "b")

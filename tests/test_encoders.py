@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 
 from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder, fit_context
@@ -21,7 +22,7 @@ from quoter.languages import Language
 from quoter.quote_record import QuoteRecord
 from quoter.ranking import Query
 from quoter.sememes.alignment import SememeAnnotator
-from quoter.sememes.english import EnglishLexicon
+from quoter.sememes.english import EnglishLexicon, LemmaTableLemmatizer
 from quoter.sememes.lexicon import TableLexicon
 from tests.encoder_fixtures import tiny_model, tiny_tokenizer
 
@@ -32,13 +33,8 @@ def tiny(tmp_path_factory):
     return tiny_model(tokenizer), tokenizer
 
 
-class NoLemmas:
-    def lemmas(self, word):
-        return []
-
-
 def english_annotator(table):
-    lexicon = EnglishLexicon(TableLexicon(("s0", "s1", "s2"), table, "test"), NoLemmas())
+    lexicon = EnglishLexicon(TableLexicon(("s0", "s1", "s2"), table, "test"), LemmaTableLemmatizer({}))
     return SememeAnnotator(lexicon, Language.EN)
 
 
@@ -269,21 +265,29 @@ def test_save_then_load_returns_identical_vectors(tiny, tmp_path):
     encoder.save(tmp_path / "saved")
     encoder.save(tmp_path / "saved")  # saving over an existing folder replaces it
     assert sorted(p.name for p in tmp_path.iterdir()) == ["saved"]  # no temporary folders left behind
-    loaded = QuoteEncoder.load(tmp_path / "saved", annotator)
+    loaded = QuoteEncoder.load(tmp_path / "saved")
     assert loaded.config == encoder.config and loaded.sememe_names == encoder.sememe_names
+    assert loaded.annotator.lexicon.sememes("cat") == annotator.lexicon.sememes("cat")
+    assert loaded.identity == encoder.identity == encoder.weights_digest()
     np.testing.assert_array_equal(loaded.encode(quotes), before)
     assert not list((tmp_path / "saved").rglob("*.bin")) and not list((tmp_path / "saved").rglob("*.pt"))
 
 
-def test_loading_with_a_different_lexicon_or_a_wrong_folder_is_a_clear_error(tiny, tmp_path):
+def test_loading_a_wrong_folder_or_one_missing_weights_is_a_clear_error(tiny, tmp_path):
     model, tokenizer = tiny
-    encoder = QuoteEncoder(model, tokenizer, QuoteEncoderConfig(), english_annotator({"cat": frozenset({0})}))
-    encoder.save(tmp_path / "saved")
-    other = SememeAnnotator(TableLexicon(("x", "y"), {"cat": frozenset({1})}, "other"), Language.EN)
-    with pytest.raises(QuoterError, match="differ"):
-        QuoteEncoder.load(tmp_path / "saved", other)
+    QuoteEncoder(model, tokenizer, QuoteEncoderConfig()).save(tmp_path / "quote")
+    ContextEncoder(model, tokenizer, ContextEncoderConfig()).save(tmp_path / "context")
     with pytest.raises(QuoterError, match="not a saved quote encoder"):
         QuoteEncoder.load(tmp_path)
+    with pytest.raises(QuoterError, match="not a saved context encoder"):
+        ContextEncoder.load(tmp_path / "quote")
+    # Both encoders load their model through the same checked path: a weight they need may not be missing.
+    for name, encoder in (("quote", QuoteEncoder), ("context", ContextEncoder)):
+        weights = tmp_path / name / "model" / "model.safetensors"
+        tensors = load_file(str(weights))
+        save_file({key: value for key, value in tensors.items() if "layer.0." not in key}, str(weights))
+        with pytest.raises(QuoterError, match="lacks weights the encoder needs"):
+            encoder.load(tmp_path / name)
 
 
 def test_the_encoder_ranker_scores_by_inner_product(tiny):

@@ -217,3 +217,19 @@ def test_a_checkpoint_missing_encoder_weights_is_an_error_but_a_missing_pooler_i
     (tmp_path / "model" / "config.json").write_text(json.dumps(config))
     with pytest.raises(QuoterError, match="lacks weights"):
         load_pretrained(str(tmp_path / "model"))
+
+
+def test_a_missing_pooler_loads_the_same_every_time(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    tokenizer = tiny_tokenizer(tmp_path / "model")
+    tiny_model(tokenizer).save_pretrained(tmp_path / "model")
+    weights_file = tmp_path / "model" / "model.safetensors"
+    weights = {key: value for key, value in load_file(str(weights_file)).items() if "pooler" not in key}
+    save_file(weights, str(weights_file), metadata={"format": "pt"})
+    first, _ = load_pretrained(str(tmp_path / "model"))
+    second, _ = load_pretrained(str(tmp_path / "model"))
+    # transformers would draw the pooler at random each time; equal weights keep hashes of the model stable.
+    assert not first.pooler.dense.weight.any()
+    for (name, a), b in zip(first.state_dict().items(), second.state_dict().values()):
+        assert a.equal(b), name

@@ -15,10 +15,10 @@ from quoter.sememes.alignment import SememeAnnotator, SememeSpan, token_sememes
 from quoter.sememes.coverage import measure_coverage
 from quoter.sememes.english import (
     EnglishLexicon,
-    LemmaFileLemmatizer,
     SimplemmaLemmatizer,
     bridge_english,
     gloss_word,
+    read_lemma_file,
 )
 from quoter.sememes.lexicon import TableLexicon, consensus
 from quoter.sememes.sources import LexiconConfig, load_lexicon
@@ -104,7 +104,7 @@ def test_the_english_bridge_takes_the_translations_consensus_and_lemmatises(word
     assert names(bridged, bridged.sememes("know")) == {"知道"}
     assert names(bridged, bridged.sememes("learn")) == {"学"}
     assert bridged.sememes("cat") == frozenset()  # 猫 has no sememes in this lexicon
-    english = EnglishLexicon(bridged, LemmaFileLemmatizer(lemmas))
+    english = EnglishLexicon(bridged, read_lemma_file(lemmas))
     assert names(english, english.sememes("Knew")) == {"知道"}
     assert names(english, english.sememes("learnt")) == {"学"}
     assert english.sememes("knowing") == frozenset()  # not in the lemma file
@@ -123,7 +123,7 @@ def test_a_broken_lemma_or_dictionary_file_is_an_error_with_its_line(tmp_path, w
     bad_lemmas = tmp_path / "lemmas.txt"
     bad_lemmas.write_text("know\tknew\nbroken line\n", encoding="utf-8")
     with pytest.raises(InputError, match="lemma<TAB>form") as error:
-        LemmaFileLemmatizer(bad_lemmas)
+        read_lemma_file(bad_lemmas)
     assert error.value.line == 2
     bad_cedict = tmp_path / "cedict.txt"
     bad_cedict.write_text("# header\n知 知 /to know/\n", encoding="utf-8")

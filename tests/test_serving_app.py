@@ -139,7 +139,14 @@ def test_batch_answers_in_order_and_checks_its_size(client):
 def test_health_lists_the_hosted_languages(client):
     body = client.get("/health").json()
     assert body["status"] == "ok" and body["languages"] == ["en", "zh", "zh-classical"]
-    assert body["bundles"][0] == {"lang": "en", "quotes": 5, "model": "tiny", "index": "exact", "int8": False}
+    assert body["bundles"][0] == {
+        "lang": "en",
+        "quotes": 5,
+        "model": "tiny",
+        "index": "exact",
+        "int8": False,
+        "runtime": "torch",
+    }
     assert client.get("/openapi.json").json()["paths"].keys() >= {"/recommend", "/quotes", "/health"}
     assert client.get("/docs").status_code == 200
 

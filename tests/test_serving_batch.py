@@ -34,7 +34,8 @@ def read_jsonl(path):
 
 
 def batch(*args):
-    return CliRunner().invoke(app, ["batch", *map(str, args)])
+    # The torch runtime, as the Recommenders these tests compare with use (test_context_runtime covers the others).
+    return CliRunner().invoke(app, ["batch", "--runtime", "torch", *map(str, args)])
 
 
 def assert_same_output(got, want):

@@ -1,35 +1,15 @@
 """`quoter serve` / serve.py: options, hosted bundles and the built-in default, without opening a port."""
 
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
-from typer.testing import CliRunner
 
 import quoter.quote_bank
 import quoter.serving.hosting as hosting
-from quoter.cli import app
 from quoter.errors import QuoterError
 from quoter.languages import Language
-from quoter.serving.hosting import parse_bundle_spec
+from quoter.serving.hosting import parse_language_spec
 from tests.encoder_fixtures import tiny_model, tiny_tokenizer
 from tests.serving_fixtures import LOOPBACK_URL, QUOTES, tiny_bundle
-
-
-@pytest.fixture
-def served(monkeypatch):
-    """Run `quoter serve ...` with uvicorn.run replaced: return the app it would serve, where and how."""
-    calls = {}
-
-    def fake_run(app, host, port, **options):
-        calls.update(app=app, host=host, port=port, options=options)
-
-    monkeypatch.setattr(uvicorn, "run", fake_run)
-
-    def serve(*args, env=None):
-        result = CliRunner().invoke(app, ["serve", *map(str, args)], env=env)
-        return result, calls
-
-    return serve
 
 
 def test_serve_hosts_the_given_bundles_with_an_api_key(served, tmp_path):
@@ -59,11 +39,11 @@ def test_serve_refuses_bad_bundle_options(served, tmp_path):
     assert "the bundle's language is en, not zh" in str(result.exception)
     result, _ = served("--bundle", f"en={tmp_path / 'bundle-en'}", "--lang", "en")
     assert "--lang chooses among the built-in bundles" in str(result.exception)
-    with pytest.raises(QuoterError, match="expects LANG=DIR"):
-        parse_bundle_spec("models/en")
+    with pytest.raises(QuoterError, match="expects LANG=PATH"):
+        parse_language_spec("models/en")
     with pytest.raises(QuoterError, match="unknown language 'fr'"):
-        parse_bundle_spec("fr=models/fr")
-    assert parse_bundle_spec("zh-classical=a/b") == (Language.ZH_CLASSICAL, tmp_path.__class__("a/b"))
+        parse_language_spec("fr=models/fr")
+    assert parse_language_spec("zh-classical=a/b") == (Language.ZH_CLASSICAL, tmp_path.__class__("a/b"))
 
 
 def test_without_bundles_the_quote_bank_is_served_zero_shot(served, tmp_path, monkeypatch):

@@ -19,6 +19,7 @@ from quoter.errors import QuoterError
 from quoter.languages import Language
 from quoter.methods import MethodOptions, build_ranker
 from quoter.metrics import rank_metrics, ranks_from_scores
+from quoter.quote_record import QuoteRecord
 from quoter.ranking import Query
 from quoter.training.batches import shuffled_batches
 from quoter.training.config import NegativeConfig, StageConfig
@@ -230,6 +231,15 @@ def test_a_hybrid_bundle_keeps_its_fitted_fusion_and_known_contexts(tmp_path):
         "cat cat .",
         "dog dog .",
     ]
+    # A data file that glosses the bundle's quotes anew is ranked with the records the fusion was fitted on.
+    glossed = {text: QuoteRecord(text, "", "dog dog dog") for text in bundle_texts(bundle)}
+    same_quotes = QuoteDataset(path=Path("same.tsv"), quotes=bundle_texts(bundle), samples=[], details=glossed)
+    fused = build_ranker("bundle", same_quotes, MethodOptions(bundle=config.run.output)).score(queries)
+    np.testing.assert_allclose(fused, bundle.ranker().score(queries), rtol=1e-5, atol=1e-6)
+    # --dense-only ranks by the trained model's inner product alone.
+    dense = build_ranker("bundle", same_quotes, MethodOptions(bundle=config.run.output, dense_only=True))
+    expected = bundle.context_encoder.encode(queries) @ bundle.quote_vectors.T
+    np.testing.assert_allclose(dense.score(queries), expected, rtol=1e-5, atol=1e-6)
 
 
 def bundle_texts(bundle: Bundle) -> list[str]:
@@ -241,7 +251,7 @@ def test_without_stage_one_the_untrained_sememe_embeddings_are_left_out(tmp_path
     encoders = build_encoders(
         tiny_config(tmp_path, **{"joint.enabled": "false", "sememes.source": missing}), Language.EN
     )
-    assert encoders.lexicon is None and encoders.quote.sememe_embeddings is None
+    assert encoders.quote.annotator is None and encoders.quote.sememe_embeddings is None
     with pytest.raises(QuoterError, match="no-such-lexicon"):  # with stage 1 on, the lexicon is read
         build_encoders(tiny_config(tmp_path / "on", **{"sememes.source": missing}), Language.EN)
 

@@ -1,5 +1,6 @@
 """Training settings: YAML plus dotted overrides, one-line errors that name the key, and the two command
-lines (`quoter train --set k=v`, `python train.py --k v`) that train a bundle `quoter evaluate` can rank with."""
+lines (`quoter train --set k=v`, `python train.py --set k=v`, the same command) that train a bundle `quoter
+evaluate` can rank with."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from quoter.encoders.pooling import PoolingChoice
 from quoter.errors import QuoterError
 from quoter.training.config import load_config, parse_assignments
 from tests.training_fixtures import write_dataset, write_model
-from train import dotted_overrides
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -44,10 +44,22 @@ def test_a_bad_setting_is_a_one_line_error_naming_the_key(overrides, message):
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
-def test_both_override_syntaxes_mean_the_same():
-    assert dotted_overrides(["--joint.epochs", "2", "--run.seed=3"]) == parse_assignments(
-        ["joint.epochs=2", "run.seed=3"]
-    )
+def test_a_config_builds_on_its_base_which_it_names_relative_to_itself(tmp_path, monkeypatch):
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "base.yaml").write_text("joint:\n  epochs: 4\n  lr: 0.1\nrun:\n  seed: 7\n", "utf-8")
+    (tmp_path / "small.yaml").write_text("base: shared/base.yaml\njoint:\n  lr: 0.2\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path / "shared")
+    config = load_config(tmp_path / "small.yaml", {"run.seed": "8"})
+    assert (config.joint.epochs, config.joint.lr, config.run.seed) == (4, 0.2, 8)
+    (tmp_path / "shared" / "base.yaml").write_text("base: ../small.yaml\n", encoding="utf-8")
+    with pytest.raises(QuoterError, match="base: the config files name each other as their base"):
+        load_config(tmp_path / "small.yaml")
+    (tmp_path / "shared" / "base.yaml").unlink()
+    with pytest.raises(QuoterError, match="base.yaml: config file not found"):
+        load_config(tmp_path / "small.yaml")
+
+
+def test_an_override_without_a_value_is_an_error():
     with pytest.raises(QuoterError, match="expected key=value"):
         parse_assignments(["joint.epochs"])
 
@@ -84,7 +96,7 @@ def test_train_py_writes_a_bundle_that_quoter_evaluate_ranks_with(tmp_path):
     )
     bundle = tmp_path / "bundle"
     trained = run(
-        "train.py", "--config", str(config), "--data", str(data), "--output", str(bundle), "--joint.epochs", "1"
+        "train.py", "--config", str(config), "--data", str(data), "--output", str(bundle), "--set", "joint.epochs=1"
     )
     assert trained.returncode == 0, trained.stderr
     assert (bundle / "bundle.json").is_file() and (tmp_path / "bundle.checkpoints" / "joint" / "logs").is_dir()

@@ -6,7 +6,9 @@ import sys
 
 import typer
 
+from quoter.cli.bundle_commands import bundle_app
 from quoter.cli.data_commands import data_app
+from quoter.cli.encode_command import encode_command
 from quoter.cli.evaluate_command import evaluate_command
 from quoter.cli.sememes_commands import sememes_app
 from quoter.cli.serve_commands import batch_command, serve_command
@@ -27,6 +29,8 @@ app.add_typer(sememes_app, name="sememes")
 app.command("train")(train_command)
 app.command("serve")(serve_command)
 app.command("batch")(batch_command)
+app.command("encode")(encode_command)
+app.add_typer(bundle_app, name="bundle")
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from quoter.datasets.mining import BuildConfig, build_dataset
+from quoter.datasets.mining.config import CONTEXT_UNITS, MAX_CONTEXTS, MIN_OCCURRENCES, per_language
 from quoter.languages import Language
 
 
@@ -39,23 +40,36 @@ def build_command(
         ),
     ] = None,
     context: Annotated[
-        Optional[int], typer.Option(help="Context size on each side: words (en) or characters (zh). Default 40 / 50.")
+        Optional[int],
+        typer.Option(
+            help=f"Context size on each side: words (en) or characters (zh). Default {per_language(CONTEXT_UNITS)}."
+        ),
     ] = None,
     min_occurrences: Annotated[
-        Optional[int], typer.Option(help="Keep quotes with at least this many pairs. Default 5 (en) / 3 (zh).")
+        Optional[int],
+        typer.Option(help=f"Keep quotes with at least this many pairs. Default {per_language(MIN_OCCURRENCES)}."),
     ] = None,
     max_contexts: Annotated[
-        Optional[int], typer.Option(help="Keep at most this many pairs per quote. Default 200 (en) / 150 (zh).")
+        Optional[int],
+        typer.Option(help=f"Keep at most this many pairs per quote. Default {per_language(MAX_CONTEXTS)}."),
     ] = None,
     zero_shot: Annotated[
         Optional[int],
-        typer.Option(help="Quotes that appear only in valid and test (fewer for small sets). Default 100."),
+        typer.Option(
+            help="Quotes that appear only in valid and test (fewer for small sets). "
+            f"Default {BuildConfig.zero_shot_quotes}."
+        ),
     ] = None,
     max_document_frequency: Annotated[
         Optional[float],
-        typer.Option(help="Drop quotes found in more than this share of the corpus documents. Default 0.5."),
+        typer.Option(
+            help="Drop quotes found in more than this share of the corpus documents. "
+            f"Default {BuildConfig.max_document_frequency}."
+        ),
     ] = None,
-    seed: Annotated[Optional[int], typer.Option(help="Seed of the sampling and the split. Default 13.")] = None,
+    seed: Annotated[
+        Optional[int], typer.Option(help=f"Seed of the sampling and the split. Default {BuildConfig.seed}.")
+    ] = None,
     traditional_to_simplified: Annotated[
         bool, typer.Option("--t2s", help="Convert traditional to simplified Chinese (OpenCC) before matching.")
     ] = False,

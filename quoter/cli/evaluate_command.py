@@ -88,6 +88,9 @@ def evaluate_command(
             "sum (z-scores, or reciprocal rank fusion); the weights are fitted on the valid split."
         ),
     ] = DEFAULT_OPTIONS.fusion,
+    dense_only: Annotated[
+        bool, typer.Option("--dense-only", help="bundle: rank by a hybrid bundle's dense score alone, unfused.")
+    ] = DEFAULT_OPTIONS.dense_only,
     candidates: Annotated[
         Optional[Path],
         typer.Option(
@@ -97,6 +100,13 @@ def evaluate_command(
     ] = None,
     bundle: Annotated[
         Optional[Path], typer.Option(help="bundle: folder of a bundle written by `quoter train`.")
+    ] = None,
+    quotes: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="bundle: a quote set written by `quoter encode` with the bundle, whose vectors are used for the "
+            "quotes it holds. Default: the bundle's own quotes."
+        ),
     ] = None,
     batch_size: Annotated[int, typer.Option(min=1, help="Contexts scored at once.")] = 256,
     out: Annotated[Optional[Path], typer.Option(help="Write the metrics as JSON to this file.")] = None,
@@ -136,7 +146,9 @@ def evaluate_command(
         gap=gap,
         gloss=gloss,
         bundle=None if bundle is None else str(bundle),
+        quotes=None if quotes is None else str(quotes),
         fusion=fusion,
+        dense_only=dense_only,
     )
     ranker = build_ranker(method, dataset, options)
     if isinstance(ranker, HybridRanker):

@@ -60,7 +60,8 @@ def coverage_command(
     language, reason = choose_language(lang, part, dataset.text_sample())
     model_name = model or default_model(language)
     typer.echo(f"{data}: {len(dataset.quotes):,} quotes; language {language.value} ({reason})", err=True)
-    loaded = load_lexicon(LexiconConfig(lexicon, cedict, lemmas), language)
+    paths = (None if path is None else str(path) for path in (cedict, lemmas))
+    loaded = load_lexicon(LexiconConfig(lexicon, *paths), language)
     typer.echo(f"lexicon: {loaded.description}; tokenizer of {model_name}", err=True)
     tokenizer = load_tokenizer(model_name)
     coverage = measure_coverage(

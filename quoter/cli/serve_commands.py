@@ -12,6 +12,7 @@ from quoter.errors import InputError, QuoterError
 from quoter.languages import Language
 from quoter.serving.index_config import IndexConfig, IndexKind
 from quoter.serving.micro_batching import BatchingConfig
+from quoter.serving.runtime_config import MAX_MRR_LOSS, ContextRuntime
 from quoter.serving.schemas import MAX_BATCH
 from quoter.serving.server_limits import ServerLimits, hosts_for_address, is_loopback
 
@@ -19,6 +20,7 @@ DEFAULT_BATCHING = BatchingConfig()
 DEFAULT_LIMITS = ServerLimits()
 API_KEY_ENV = "QUOTER_API_KEY"
 API_KEY_FILE_ENV = "QUOTER_API_KEY_FILE"
+STATE_ENV = "QUOTER_STATE"
 # Half the cores: the event loop, tokenizer and any local clients need CPU too, and on a busy machine
 # more intra-op threads than free cores make each encoder call many times slower, not faster.
 DEFAULT_THREADS = max(1, (os.cpu_count() or 2) // 2)
@@ -29,11 +31,31 @@ Int8Option = Annotated[
 IndexOption = Annotated[
     IndexKind, typer.Option("--index", help="Quote search: exact, or approximate (IVF) for very large quote sets.")
 ]
-ThreadsOption = Annotated[int, typer.Option(min=1, help="CPU threads per encoder call and search (torch, faiss).")]
+StateOption = Annotated[
+    Optional[Path],
+    typer.Option(
+        envvar=STATE_ENV,
+        file_okay=False,
+        help="A writable folder for the live quote changes (DIR/LANG/), e.g. when bundles or quote sets are "
+        "read-only. Default: the bundle folder for its own quotes, FILE.live/ for a quote set FILE.",
+    ),
+]
+ThreadsOption = Annotated[
+    int, typer.Option(min=1, help="CPU threads per encoder call and search (torch, ONNX Runtime, faiss).")
+]
+RuntimeOption = Annotated[
+    ContextRuntime,
+    typer.Option(
+        "--runtime",
+        help=f"What runs the context encoder; auto: the fastest whose MRR, measured when it is first exported, is "
+        f"at most {MAX_MRR_LOSS} below float32 torch's.",
+    ),
+]
 
 
 def set_threads(threads: int) -> None:
-    """Set how many threads torch (encoders, softmax) and faiss (search) use inside one call."""
+    """Set how many threads torch (encoders, softmax, exact search), ONNX Runtime (its sessions take torch's
+    count) and faiss (IVF search) use inside one call."""
     import faiss
     import torch
 
@@ -66,10 +88,20 @@ def serve_command(
         typer.Option(
             "--bundle",
             metavar="LANG=DIR",
-            help="A bundle folder to host, e.g. en=models/en; repeat for more languages. Quote changes are "
-            "saved into the folder. Default: a zero-shot bundle over the built-in quote bank per language.",
+            help="A bundle folder to host, e.g. en=models/en; repeat for more languages. Default: a zero-shot "
+            "bundle over the built-in quote bank per language.",
         ),
     ] = None,
+    quotes: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--quotes",
+            metavar="LANG=FILE",
+            help="A quote set written by `quoter encode` with that language's bundle, served instead of the "
+            "bundle's own quotes (repeatable).",
+        ),
+    ] = None,
+    state: StateOption = None,
     lang: Annotated[
         Optional[list[Language]],
         typer.Option("--lang", help="Without --bundle: host only these built-in languages (repeatable)."),
@@ -107,6 +139,7 @@ def serve_command(
             min=1, help="Seconds an idle connection stays open; keep it above the clients' and proxies' idle timeouts."
         ),
     ] = DEFAULT_LIMITS.keep_alive_s,
+    runtime: RuntimeOption = ContextRuntime.AUTO,
     int8: Int8Option = False,
     index: IndexOption = IndexKind.EXACT,
     max_batch: Annotated[
@@ -128,9 +161,11 @@ def serve_command(
     from quoter.serving.recommender import Recommender, RecommenderConfig
 
     batching = BatchingConfig(max_batch=max_batch, max_wait_ms=max_wait_ms, max_batch_tokens=max_batch_tokens)
-    config = RecommenderConfig(int8=int8, index=IndexConfig(kind=index), batching=batching)
+    config = RecommenderConfig(runtime=runtime, int8=int8, index=IndexConfig(kind=index), batching=batching)
     if bundle and lang:
         raise QuoterError("--lang chooses among the built-in bundles; with --bundle, host only the ones you give")
+    if quotes and not bundle:
+        raise QuoterError("--quotes needs the --bundle whose quote encoder made the quote set")
     key = read_api_key(api_key, api_key_file)
     limits = ServerLimits(
         max_body_bytes=max_body_bytes,
@@ -140,14 +175,14 @@ def serve_command(
     )
     set_threads(threads)
     if bundle:
-        recommenders = load_hosted(bundle, config)
+        recommenders = load_hosted(bundle, quotes or [], config, state, lambda line: typer.echo(line, err=True))
     else:
         languages = list(dict.fromkeys(lang or list(Language)))
         names = ", ".join(language.value for language in languages)
         typer.echo(f"no --bundle given: building zero-shot bundles for {names}", err=True)
         recommenders = [Recommender(b, config) for b in default_bundles(languages)]
     app = create_app(recommenders, AppConfig(api_key=key, limits=limits))
-    hosted = ", ".join(f"{r.language.value} ({len(r.quotes):,} quotes)" for r in recommenders)
+    hosted = ", ".join(f"{r.language.value} ({len(r.quotes):,} quotes, {r.runtime.name})" for r in recommenders)
     typer.echo(f"hosting {hosted} on http://{host}:{port} (API docs at /docs)", err=True)
     typer.echo(f"answering Host: {', '.join(limits.allowed_hosts)} (--allowed-host to change)", err=True)
     if key is None and not is_loopback(host):
@@ -162,29 +197,48 @@ def serve_command(
 
 
 def batch_command(
-    bundle: Annotated[Path, typer.Option(help="Bundle folder.")],
     input: Annotated[
         Path, typer.Option("--input", help='JSONL ({"left", "right", "id"}) or TSV (left<TAB>right, or QuoteR).')
     ],
     output: Annotated[Path, typer.Option(help="JSONL file of the top k quotes per context, in input order.")],
+    bundle: Annotated[
+        Optional[Path], typer.Option(help="Bundle folder. Default: the built-in default of --lang's language.")
+    ] = None,
+    quotes: Annotated[
+        Optional[Path],
+        typer.Option(help="A quote set written by `quoter encode` with the bundle. Default: the bundle's own quotes."),
+    ] = None,
+    lang: Annotated[
+        Optional[Language], typer.Option(help="Without --bundle: the language of the built-in default to use.")
+    ] = None,
+    state: StateOption = None,
     k: Annotated[int, typer.Option(min=1, help="Quotes per context.")] = 10,
     resume: Annotated[
         bool, typer.Option("--resume", help="Keep the complete lines of OUTPUT.partial from a run that stopped.")
     ] = False,
     left_only: Annotated[bool, typer.Option("--left-only", help="Drop the right context (autocomplete).")] = False,
+    runtime: RuntimeOption = ContextRuntime.AUTO,
     int8: Int8Option = False,
     index: IndexOption = IndexKind.EXACT,
     threads: ThreadsOption = DEFAULT_THREADS,
 ) -> None:
     """Recommend quotes for every context of a file."""
-    from quoter.bundle import Bundle
     from quoter.serving.batch_job import BatchConfig, read_contexts, run_batch
+    from quoter.serving.hosting import default_bundles, hosted_recommender
     from quoter.serving.recommender import Recommender, RecommenderConfig
 
+    if (bundle is None) == (lang is None):
+        raise QuoterError("give --bundle DIR, or --lang LANG for the built-in default, not both")
+    if quotes is not None and bundle is None:
+        raise QuoterError("--quotes needs the --bundle whose quote encoder made the quote set")
     contexts = read_contexts(input)
     set_threads(threads)
-    # With the bundle folder, quotes a server added to or removed from it count here too.
-    config = RecommenderConfig(int8=int8, index=IndexConfig(kind=index))
-    recommender = Recommender(Bundle.load(bundle), config, bundle)
+    config = RecommenderConfig(runtime=runtime, int8=int8, index=IndexConfig(kind=index))
+    if bundle is None:
+        recommender = Recommender(default_bundles([lang])[0], config)
+    else:
+        # Quotes a server added to or removed from the served set count here too.
+        recommender = hosted_recommender(bundle, config, quotes, state)
+    typer.echo(f"context encoder runtime: {recommender.runtime.describe()}", err=True)
     ranked = run_batch(recommender, contexts, output, BatchConfig(k=k, left_only=left_only), resume)
     typer.echo(f"{output}: {len(contexts):,} contexts ({ranked:,} ranked now)", err=True)

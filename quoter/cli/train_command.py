@@ -1,5 +1,4 @@
-"""`quoter train`: train a model from a YAML config and write a bundle. `python train.py` is the same command
-with `--key value` overrides instead of `--set key=value`."""
+"""`quoter train`: train a model from a YAML config and write a bundle. `python train.py` is the same command."""
 
 from __future__ import annotations
 

@@ -27,23 +27,43 @@ def encode_rows(
     """Run `module(collate(batch))` over the rows in batches sorted by length, in eval mode without
     gradients; return float32 vectors of size `dim` in the rows' original order. With a `progress_label`
     ("encoding quotes"), a progress bar counts the rows on a terminal."""
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    order = sorted(range(len(rows)), key=lambda index: length(rows[index]))
-    outputs: list[np.ndarray] = []
     # Restore each submodule's own mode afterwards: a wrapper's flag says nothing about the model inside it.
     modes = {submodule: submodule.training for submodule in module.modules()}
     module.eval()
     try:
-        bar = progress_bar(total=len(rows), desc=progress_label, enabled=progress_label is not None)
-        with torch.inference_mode(), bar:
-            for begin in range(0, len(order), batch_size):
-                chunk = order[begin : begin + batch_size]
-                outputs.append(module(collate([rows[index] for index in chunk])).float().cpu().numpy())
-                bar.update(len(chunk))
+        with torch.inference_mode():
+            return encode_in_length_order(
+                rows,
+                length,
+                lambda batch: module(collate(batch)).float().cpu().numpy(),
+                batch_size,
+                dim,
+                progress_label,
+            )
     finally:
         for submodule, training in modes.items():
             submodule.training = training
+
+
+def encode_in_length_order(
+    rows: Sequence[Row],
+    length: Callable[[Row], int],
+    encode_batch: Callable[[Sequence[Row]], np.ndarray],
+    batch_size: int,
+    dim: int,
+    progress_label: str | None = None,
+) -> np.ndarray:
+    """`encode_batch` over the rows in batches sorted by length; float32 vectors of size `dim` in the rows'
+    original order, with a progress bar on a terminal when there is a `progress_label`."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    order = sorted(range(len(rows)), key=lambda index: length(rows[index]))
+    outputs: list[np.ndarray] = []
+    with progress_bar(total=len(rows), desc=progress_label, enabled=progress_label is not None) as bar:
+        for begin in range(0, len(order), batch_size):
+            chunk = order[begin : begin + batch_size]
+            outputs.append(encode_batch([rows[index] for index in chunk]))
+            bar.update(len(chunk))
     if not outputs:
         return np.zeros((0, dim), dtype=np.float32)
     vectors = np.concatenate(outputs)

@@ -9,6 +9,8 @@ from quoter.encoders.pooling import PAPER_POOLING, GapMarker, Pooling, PoolingMo
 from quoter.errors import QuoterError
 
 SPECIAL_TOKENS_PER_CONTEXT = 3
+# Texts per encoder forward pass, when a caller does not choose.
+ENCODE_BATCH = 32
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -14,14 +15,19 @@ import torch
 from torch import nn
 
 from quoter.encoders.batching import encode_rows
-from quoter.encoders.configs import ContextEncoderConfig
+from quoter.encoders.configs import ENCODE_BATCH, ContextEncoderConfig
 from quoter.encoders.limits import segment_inputs, usable_length
-from quoter.encoders.pooling import GAP_TEXT, GapMarker, PoolingMode
+from quoter.encoders.pooling import GAP_TEXT, GapMarker, Pooling, PoolingMode
+from quoter.encoders.saved_encoder import load_encoder_model, read_encoder_settings, save_encoder
 from quoter.errors import QuoterError
 from quoter.ranking import Query
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
+
+SAVED_FORMAT = "quoter-context-encoder"
+SAVED_VERSION = 1
+CONFIG_FILE = "context_encoder.json"
 
 
 @dataclass(frozen=True)
@@ -140,8 +146,32 @@ class ContextEncoder(nn.Module):
         ).last_hidden_state
         return self.config.pooling.pool(hidden, batch.attention_mask, batch.positions)
 
-    def encode(self, queries: Sequence[Query], batch_size: int = 32) -> np.ndarray:
+    def encode(self, queries: Sequence[Query], batch_size: int = ENCODE_BATCH) -> np.ndarray:
         """Context vectors as a float32 array (len(queries), hidden), computed without gradients."""
         rows = self.rows(queries) if queries else []
         dim = self.model.config.hidden_size
         return encode_rows(self, rows, lambda row: len(row.input_ids), self.collate, batch_size, dim)
+
+    def save(self, folder: Path) -> None:
+        """Save model, tokenizer and settings; replaces `folder` atomically."""
+        settings = {
+            "format": SAVED_FORMAT,
+            "version": SAVED_VERSION,
+            "max_length": self.config.max_length,
+            "pooling": self.config.pooling.to_json(),
+            "gap": self.config.gap.value,
+        }
+        save_encoder(Path(folder), self.model, self.tokenizer, CONFIG_FILE, settings)
+
+    @classmethod
+    def load(cls, folder: Path) -> ContextEncoder:
+        """Load an encoder written by `save`."""
+        required = ("max_length", "pooling", "gap")
+        settings = read_encoder_settings(folder, CONFIG_FILE, "context encoder", SAVED_FORMAT, SAVED_VERSION, required)
+        config = ContextEncoderConfig(
+            max_length=int(settings["max_length"]),
+            pooling=Pooling.from_json(settings["pooling"]),
+            gap=GapMarker(settings["gap"]),
+        )
+        model, tokenizer = load_encoder_model(folder)
+        return cls(model, tokenizer, config)

@@ -162,6 +162,7 @@ def _load(name: str, source: str, part: str):
 def _load_model(name: str, source: str) -> PreTrainedModel:
     """Load the encoder; weights missing from the checkpoint are an error, except the pooler, which the
     encoders never use (sentence-embedding checkpoints such as multilingual-e5 have none)."""
+    import torch
     from transformers import AutoModel
     from transformers.utils import logging as hf_logging
 
@@ -176,6 +177,13 @@ def _load_model(name: str, source: str) -> PreTrainedModel:
     if missing:
         shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
         raise QuoterError(f"the checkpoint of '{name}' lacks weights the encoder needs: {shown}")
+    # transformers draws missing weights at random on every load, so the same model would hash differently
+    # each time (ONNX cache keys, quote encoder identities): the unused ones are set to zero instead.
+    unused = set(info["missing_keys"])
+    with torch.no_grad():
+        for key, weight in model.named_parameters():
+            if key in unused:
+                weight.zero_()
     return model
 
 

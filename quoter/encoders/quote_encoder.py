@@ -8,34 +8,37 @@ learned nn.Embedding, saved with the encoder as safetensors."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from quoter.atomic_files import write_folder_atomic
 from quoter.encoders.batching import encode_rows
-from quoter.encoders.configs import QuoteEncoderConfig
+from quoter.encoders.configs import ENCODE_BATCH, QuoteEncoderConfig
 from quoter.encoders.limits import segment_inputs, usable_length
 from quoter.encoders.pooling import Pooling
+from quoter.encoders.saved_encoder import load_encoder_model, read_encoder_settings, save_encoder
 from quoter.errors import InputError, QuoterError
+from quoter.languages import Language
 from quoter.quote_record import QuoteRecord
 from quoter.sememes.alignment import SememeAnnotator, TokenSememe, token_sememes
+from quoter.sememes.saved_lexicon import load_saved_lexicon, save_lexicon
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 SAVED_FORMAT = "quoter-quote-encoder"
-SAVED_VERSION = 1
+SAVED_VERSION = 2  # 2: the lexicon is saved inside the folder
 CONFIG_FILE = "quote_encoder.json"
 SEMEMES_FILE = "sememe_embeddings.safetensors"
-MODEL_FOLDER = "model"
+LEXICON_FILE = "sememe_lexicon.json"
 # From this many quotes on, encoding takes long enough (tens of seconds for a base model on a CPU) to show a
 # progress bar on a terminal.
 PROGRESS_MIN_QUOTES = 3_000
@@ -70,10 +73,14 @@ class QuoteEncoder(nn.Module):
         config: QuoteEncoderConfig,
         annotator: SememeAnnotator | None = None,
         sememe_names: Sequence[str] | None = None,
+        identity: str | None = None,
     ) -> None:
         """`sememe_names` defaults to the annotator's lexicon's; when both are given they must agree, since
-        each embedding row belongs to one named sememe."""
+        each embedding row belongs to one named sememe. `identity` names what makes the vectors (a saved
+        encoder's weights digest, or a pretrained model's name), so that vectors it made can be told apart
+        from another encoder's; None until saved."""
         super().__init__()
+        self.identity = identity
         self.model = model
         self.tokenizer = tokenizer
         self.config = config
@@ -178,75 +185,79 @@ class QuoteEncoder(nn.Module):
         first = torch.zeros(len(batch.input_ids), dtype=torch.long, device=batch.input_ids.device)
         return self.config.pooling.pool(output.last_hidden_state, batch.attention_mask, first)
 
-    def encode(self, quotes: Sequence[str], batch_size: int = 32) -> np.ndarray:
+    def encode(self, quotes: Sequence[str], batch_size: int = ENCODE_BATCH) -> np.ndarray:
         """Quote vectors as a float32 array (len(quotes), hidden), computed without gradients."""
         return self.encode_records([QuoteRecord(quote) for quote in quotes], batch_size)
 
-    def encode_records(self, records: Sequence[QuoteRecord], batch_size: int = 32) -> np.ndarray:
+    def encode_records(self, records: Sequence[QuoteRecord], batch_size: int = ENCODE_BATCH) -> np.ndarray:
         """Vectors of quote records, each read with its gloss and source when glosses are on."""
         rows = self.rows(records) if records else []
         dim = self.model.config.hidden_size
         label = "encoding quotes" if len(records) >= PROGRESS_MIN_QUOTES else None
         return encode_rows(self, rows, lambda row: len(row.input_ids), self.collate, batch_size, dim, label)
 
-    def save(self, folder: Path) -> None:
-        """Save model, tokenizer, sememe embeddings (safetensors) and settings; replaces `folder` atomically."""
+    def weights_digest(self) -> str:
+        """A hash of the settings and weights: equal for two encoders that give every quote the same vector."""
+        digest = hashlib.sha256(json.dumps(self._settings(), sort_keys=True).encode("utf-8"))
+        for name, tensor in sorted(self.state_dict().items()):
+            digest.update(name.encode("utf-8"))
+            digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        return digest.hexdigest()
 
-        def build(target: Path) -> None:
-            self.model.save_pretrained(target / MODEL_FOLDER)
-            self.tokenizer.save_pretrained(target / MODEL_FOLDER)
+    def _settings(self) -> dict[str, Any]:
+        settings = {"format": SAVED_FORMAT, "version": SAVED_VERSION, **asdict(self.config)}
+        settings["pooling"] = self.config.pooling.to_json()
+        settings["sememe_names"] = list(self.sememe_names)
+        settings["language"] = None if self.annotator is None else self.annotator.language.value
+        return settings
+
+    def save(self, folder: Path) -> None:
+        """Save model, tokenizer, sememe embeddings (safetensors), the lexicon the sememes come from, and the
+        settings with the encoder's identity (its weights' digest); replaces `folder` atomically."""
+        self.identity = self.weights_digest()
+
+        def write_sememes(target: Path) -> None:
             if self.sememe_embeddings is not None:
                 weight = self.sememe_embeddings.weight.detach().cpu().contiguous()
                 save_file({"weight": weight}, str(target / SEMEMES_FILE))
-            settings = {"format": SAVED_FORMAT, "version": SAVED_VERSION, **asdict(self.config)}
-            settings["pooling"] = self.config.pooling.to_json()
-            settings["sememe_names"] = list(self.sememe_names)
-            (target / CONFIG_FILE).write_text(json.dumps(settings, ensure_ascii=False, indent=1), encoding="utf-8")
+            if self.annotator is not None:
+                save_lexicon(self.annotator.lexicon, target / LEXICON_FILE)
 
-        write_folder_atomic(Path(folder), build)
+        settings = {**self._settings(), "identity": self.identity}
+        save_encoder(Path(folder), self.model, self.tokenizer, CONFIG_FILE, settings, write_sememes)
 
     @classmethod
-    def load(cls, folder: Path, annotator: SememeAnnotator | None = None) -> QuoteEncoder:
-        """Load an encoder written by `save`; give the same lexicon's annotator to keep using sememes."""
-        from transformers import AutoModel, AutoTokenizer
-
+    def load(cls, folder: Path) -> QuoteEncoder:
+        """Load an encoder written by `save`, with the lexicon saved beside it (nothing outside `folder` is
+        read)."""
         folder = Path(folder)
-        settings = _read_settings(folder / CONFIG_FILE)
-        # Encoders saved before pooling and glosses were settings used [CLS] and no gloss.
+        required = ("max_length", "alpha", "pooling", "gloss", "sememe_names", "language", "identity")
+        settings = read_encoder_settings(folder, CONFIG_FILE, "quote encoder", SAVED_FORMAT, SAVED_VERSION, required)
         config = QuoteEncoderConfig(
             max_length=int(settings["max_length"]),
             alpha=float(settings["alpha"]),
-            pooling=Pooling.from_json(settings.get("pooling", "cls")),
-            gloss=bool(settings.get("gloss", False)),
+            pooling=Pooling.from_json(settings["pooling"]),
+            gloss=bool(settings["gloss"]),
         )
-        model = AutoModel.from_pretrained(folder / MODEL_FOLDER)
-        tokenizer = AutoTokenizer.from_pretrained(folder / MODEL_FOLDER)
-        encoder = cls(model, tokenizer, config, annotator, sememe_names=settings["sememe_names"])
-        if encoder.sememe_embeddings is not None:
-            weight = load_file(str(folder / SEMEMES_FILE))["weight"]
-            if weight.shape != encoder.sememe_embeddings.weight.shape:
-                raise InputError(
-                    f"sememe embeddings have shape {tuple(weight.shape)}, expected "
-                    f"{tuple(encoder.sememe_embeddings.weight.shape)}",
-                    path=folder / SEMEMES_FILE,
-                )
-            with torch.no_grad():
-                encoder.sememe_embeddings.weight.copy_(weight)
+        annotator = None
+        if settings["language"] is not None:
+            lexicon = load_saved_lexicon(folder / LEXICON_FILE)
+            annotator = SememeAnnotator(lexicon, Language(settings["language"]))
+        model, tokenizer = load_encoder_model(folder)
+        encoder = cls(model, tokenizer, config, annotator, settings["sememe_names"], str(settings["identity"]))
+        encoder.load_sememe_embeddings(folder / SEMEMES_FILE)
         return encoder
 
-
-def _read_settings(path: Path) -> dict:
-    try:
-        settings = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("not a saved quote encoder (settings file missing)", path=path) from None
-    except json.JSONDecodeError as error:
-        raise InputError(f"invalid JSON: {error.msg}", path=path, line=error.lineno) from None
-    if not isinstance(settings, dict) or settings.get("format") != SAVED_FORMAT:
-        raise InputError(f"not a saved quote encoder (format is not '{SAVED_FORMAT}')", path=path)
-    if settings.get("version") != SAVED_VERSION:
-        raise InputError(f"saved quote encoder version {settings.get('version')} is not supported", path=path)
-    for key in ("max_length", "alpha", "sememe_names"):
-        if key not in settings:
-            raise InputError(f"missing setting '{key}'", path=path)
-    return settings
+    def load_sememe_embeddings(self, path: Path) -> None:
+        """Read the sememe embeddings `save` wrote (nothing to read for an encoder without sememes)."""
+        if self.sememe_embeddings is None:
+            return
+        weight = load_file(str(path))["weight"]
+        if weight.shape != self.sememe_embeddings.weight.shape:
+            raise InputError(
+                f"sememe embeddings have shape {tuple(weight.shape)}, expected "
+                f"{tuple(self.sememe_embeddings.weight.shape)}",
+                path=path,
+            )
+        with torch.no_grad():
+            self.sememe_embeddings.weight.copy_(weight)

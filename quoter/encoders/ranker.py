@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from quoter.encoders.configs import ENCODE_BATCH
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.ranking import Query
 
@@ -14,7 +15,9 @@ from quoter.ranking import Query
 class EncoderRanker:
     """A Ranker over a fixed quote matrix (n_quotes, hidden) and a context encoder."""
 
-    def __init__(self, context_encoder: ContextEncoder, quote_vectors: np.ndarray, batch_size: int = 32) -> None:
+    def __init__(
+        self, context_encoder: ContextEncoder, quote_vectors: np.ndarray, batch_size: int = ENCODE_BATCH
+    ) -> None:
         self.context_encoder = context_encoder
         self.quote_vectors = np.ascontiguousarray(quote_vectors, dtype=np.float32)
         self.batch_size = batch_size

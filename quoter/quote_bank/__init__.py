@@ -9,14 +9,16 @@ heavy (no torch), so the server can rank it offline.
 
 from __future__ import annotations
 
+import json
 from importlib import resources
 from pathlib import Path
 
 from quoter.errors import InputError
 from quoter.languages import Language
 from quoter.quote_record import QuoteRecord
+from quoter.text_lines import decoded_lines
 
-__all__ = ["BANK_FILES", "HEADER", "bank_path", "load_quote_bank", "read_quote_bank_file"]
+__all__ = ["BANK_FILES", "HEADER", "bank_path", "load_quote_bank", "read_quote_bank_file", "read_quote_list"]
 
 HEADER = ("quote", "source", "gloss")
 BANK_FILES = {Language.EN: "en.tsv", Language.ZH: "zh.tsv", Language.ZH_CLASSICAL: "zh-classical.tsv"}
@@ -51,14 +53,45 @@ def read_quote_bank_file(path: str | Path, require_source: bool = True) -> list[
                 f"expected 2 or 3 tab-separated fields (quote, source[, gloss]), found {len(fields)}", path, number
             )
         quote, source, gloss = (*(field.strip() for field in fields), "")[:3]
-        if not quote:
-            raise InputError("empty quote", path, number, "quote")
-        if require_source and not source:
-            raise InputError("empty source", path, number, "source")
-        if quote in seen:
-            raise InputError(f"duplicate quote, first on line {seen[quote]}", path, number, "quote")
-        seen[quote] = number
-        records.append(QuoteRecord(quote, source, gloss))
+        records.append(_checked(QuoteRecord(quote, source, gloss), seen, path, number, require_source))
+    if not records:
+        raise InputError("no quotes in the quote list", path)
+    return records
+
+
+def _checked(record: QuoteRecord, seen: dict[str, int], path: Path, number: int, require_source: bool) -> QuoteRecord:
+    """`record`, refused without a quote (or a source, if `require_source`) or when its quote was seen."""
+    if not record.text:
+        raise InputError("empty quote", path, number, "quote")
+    if require_source and not record.source:
+        raise InputError("empty source", path, number, "source")
+    if record.text in seen:
+        raise InputError(f"duplicate quote, first on line {seen[record.text]}", path, number, "quote")
+    seen[record.text] = number
+    return record
+
+
+def read_quote_list(path: str | Path) -> list[QuoteRecord]:
+    """Read a quote list: JSON lines `{"quote", "source", "gloss"}` (source and gloss optional; other fields
+    such as a data file's contexts are ignored) when the name ends in .jsonl or .json, else the bank's TSV
+    format with or without its header; no quote twice."""
+    path = Path(path)
+    if path.suffix.lower() not in (".jsonl", ".json"):
+        return read_quote_bank_file(path, require_source=False)
+    records: list[QuoteRecord] = []
+    seen: dict[str, int] = {}
+    for number, line in decoded_lines(path, "quote list"):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise InputError(f"not valid JSON: {error.msg}", path, number) from None
+        fields = item if isinstance(item, dict) else {}
+        values = [fields.get(name, "") for name in HEADER]
+        if not isinstance(item, dict) or not all(isinstance(value, str) for value in values):
+            raise InputError('expected {"quote": text, "source": text, "gloss": text}', path, number)
+        records.append(_checked(QuoteRecord(*(value.strip() for value in values)), seen, path, number, False))
     if not records:
         raise InputError("no quotes in the quote list", path)
     return records

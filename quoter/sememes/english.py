@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import re
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -44,27 +45,33 @@ class SimplemmaLemmatizer:
         return [self._lemmatize(word, lang="en")]
 
 
-class LemmaFileLemmatizer:
-    """Lemmas from a file of `lemma<TAB>inflected form` lines (the column order of thunlp's lemmatization.txt)."""
+class LemmaTableLemmatizer:
+    """Lemmas from a table of inflected form -> lemmas (a lemma file's, or the one a saved encoder keeps)."""
 
-    def __init__(self, path: Path) -> None:
-        self._lemmas: dict[str, list[str]] = defaultdict(list)
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            raise InputError("lemma file not found", path=path) from None
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            fields = line.split("\t")
-            if len(fields) != 2 or not all(fields):
-                raise InputError("expected 'lemma<TAB>form'", path=path, line=number)
-            lemma, form = (field.strip().lower() for field in fields)
-            self._lemmas[form].append(lemma)
+    def __init__(self, table: Mapping[str, Sequence[str]]) -> None:
+        self.table = {form: list(lemmas) for form, lemmas in table.items()}
 
     def lemmas(self, word: str) -> list[str]:
-        """Every lemma the file gives for this form, in file order."""
-        return list(self._lemmas.get(word, []))
+        """Every lemma the table gives for this form, in its order."""
+        return list(self.table.get(word, []))
+
+
+def read_lemma_file(path: Path) -> LemmaTableLemmatizer:
+    """Lemmas from a file of `lemma<TAB>inflected form` lines (the column order of thunlp's lemmatization.txt)."""
+    table: dict[str, list[str]] = defaultdict(list)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise InputError("lemma file not found", path=path) from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2 or not all(fields):
+            raise InputError("expected 'lemma<TAB>form'", path=path, line=number)
+        lemma, form = (field.strip().lower() for field in fields)
+        table[form].append(lemma)
+    return LemmaTableLemmatizer(table)
 
 
 @dataclass(frozen=True)

@@ -180,6 +180,7 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
                 model=recommender.info.get("model"),
                 index=recommender.config.index.kind.value + (" (gpu)" if recommender.quotes.index.on_gpu else ""),
                 int8=recommender.config.int8,
+                runtime=recommender.runtime.name,
             )
             for language, recommender in hosted.items()
         ]

@@ -22,7 +22,9 @@ RUN_SUFFIX = ".run.json"
 # What each recorded item means when it differs, given the recorded and the wanted value.
 DIFFERENCES: dict[str, Callable[[Any, Any], str]] = {
     "input": lambda saved, wanted: "it is the output of other contexts (another input file, or a changed one)",
-    "bundle": lambda saved, wanted: "it was ranked by another bundle, or with other --int8 or --index settings",
+    "bundle": lambda saved, wanted: (
+        "it was ranked by another bundle, or with other --runtime, --int8 or --index settings"
+    ),
     "quotes": lambda saved, wanted: "the bundle's quote set has changed since (quotes were added or removed)",
     "k": lambda saved, wanted: f"it holds the top {saved} quotes per context, not {wanted} (--k)",
     "left_only": lambda saved, wanted: f"it was ranked {'with' if saved else 'without'} --left-only",
@@ -47,7 +49,7 @@ def run_record(recommender: Recommender, contexts: Sequence[BatchContext], k: in
         "language": recommender.language.value,
         "info": recommender.info,
         "context_encoder": [encoder.max_length, encoder.pooling.to_json(), encoder.gap.value],
-        "int8": recommender.config.int8,
+        "runtime": recommender.runtime.name,
         "index": [index.kind.value, index.nlist, index.nprobe],
     }
     return {

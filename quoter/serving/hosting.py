@@ -1,39 +1,98 @@
-"""Which bundles a server hosts: the folders it is given (`LANG=DIR`), or else the built-in default, a
-zero-shot bundle over the built-in quote bank for each language."""
+"""Which bundles and quote sets a server (or `quoter batch`) ranks with: the bundle folders it is given
+(`LANG=DIR`), each with its own quotes or a quote set its quote encoder made (`LANG=FILE`, written by
+`quoter encode`); or else the built-in default, a zero-shot bundle over the built-in quote bank for each
+language.
+
+Live quote changes are saved beside what is served: in the bundle folder (`quote_index/`) for its own
+quotes, in `FILE.live/` for a quote set file, or, with a state folder (`--state DIR`, `$QUOTER_STATE`),
+in `DIR/LANG/`; a read-only bundle or quote set serves as it is and needs a state folder for changes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from quoter.bundle import Bundle
 from quoter.encoders.model_sources import default_model
 from quoter.errors import InputError, QuoterError
 from quoter.languages import Language
+from quoter.quote_set import encode_quote_set, read_quote_set
+from quoter.serving.live_quotes import LIVE_FOLDER
 from quoter.serving.recommender import Recommender, RecommenderConfig
 
+# Where a quote set file's live changes go, unless a state folder is given: FILE + this suffix.
+LIVE_SUFFIX = ".live"
 
-def parse_bundle_spec(spec: str) -> tuple[Language, Path]:
-    """Read `LANG=DIR`, e.g. `en=models/en`."""
-    name, sep, folder = spec.partition("=")
-    if not sep or not folder:
-        raise QuoterError(f"--bundle expects LANG=DIR, got '{spec}'")
+
+def parse_language_spec(spec: str, option: str = "--bundle") -> tuple[Language, Path]:
+    """Read `LANG=PATH`, e.g. `en=models/en`; `option` names the option in errors."""
+    name, sep, path = spec.partition("=")
+    if not sep or not path:
+        raise QuoterError(f"{option} expects LANG=PATH, got '{spec}'")
     try:
-        return Language(name.strip()), Path(folder)
+        return Language(name.strip()), Path(path)
     except ValueError:
         known = ", ".join(language.value for language in Language)
-        raise QuoterError(f"unknown language '{name}' in --bundle {spec}; languages: {known}") from None
+        raise QuoterError(f"unknown language '{name}' in {option} {spec}; languages: {known}") from None
 
 
-def load_hosted(specs: Sequence[str], config: RecommenderConfig) -> list[Recommender]:
-    """Recommenders for bundle folders given as `LANG=DIR`; quote changes are saved into each folder."""
+def hosted_recommender(
+    folder: Path,
+    config: RecommenderConfig,
+    quotes: Path | None = None,
+    state: Path | None = None,
+    language: Language | None = None,
+) -> Recommender:
+    """A recommender for the bundle in `folder` (of `language`, when given) over its own quotes or the quote
+    set file `quotes`; live changes are read from and saved to the place the module's docstring names."""
+    bundle = Bundle.load(folder)
+    if language is not None and bundle.language is not language:
+        raise InputError(f"the bundle's language is {bundle.language.value}, not {language.value}", path=folder)
+    served = None
+    if quotes is not None:
+        served = read_quote_set(quotes)
+        served.check_encoder(bundle.quote_encoder, quotes)
+    return Recommender(bundle, config, folder, served, live_folder(folder, quotes, state, bundle.language))
+
+
+def live_folder(folder: Path, quotes: Path | None, state: Path | None, language: Language) -> Path:
+    """Where the live changes of the bundle in `folder` serving `quotes` (None: its own) are saved (in
+    `quote_index/` inside it): see the module's docstring."""
+    if state is not None:
+        return state / language.value
+    return folder if quotes is None else quotes.with_name(quotes.name + LIVE_SUFFIX)
+
+
+def can_save_changes(live: Path) -> bool:
+    """Whether quote changes can be saved in `live`: it, or the nearest folder above it that exists, is
+    writable."""
+    place = live / LIVE_FOLDER
+    while not place.exists() and place.parent != place:
+        place = place.parent
+    return os.access(place, os.W_OK)
+
+
+def load_hosted(
+    bundle_specs: Sequence[str],
+    quote_specs: Sequence[str],
+    config: RecommenderConfig,
+    state: Path | None = None,
+    warn: Callable[[str], None] = print,
+) -> list[Recommender]:
+    """Recommenders for bundle folders given as `LANG=DIR`, each over the quote set given for its language
+    as `LANG=FILE`, if any, else its own quotes; `warn` is told of each whose changes cannot be saved."""
+    bundles = dict(parse_language_spec(spec) for spec in bundle_specs)
+    quote_sets = dict(parse_language_spec(spec, "--quotes") for spec in quote_specs)
+    for language in quote_sets:
+        if language not in bundles:
+            raise QuoterError(f"--quotes {language.value}=...: no --bundle {language.value}=DIR whose encoder made it")
     recommenders = []
-    for spec in specs:
-        language, folder = parse_bundle_spec(spec)
-        bundle = Bundle.load(folder)
-        if bundle.language is not language:
-            raise InputError(f"the bundle's language is {bundle.language.value}, not {language.value}", path=folder)
-        recommenders.append(Recommender(bundle, config, folder))
+    for language, folder in bundles.items():
+        recommenders.append(hosted_recommender(folder, config, quote_sets.get(language), state, language))
+        live = live_folder(folder, quote_sets.get(language), state, language)
+        if not can_save_changes(live):
+            warn(f"{live} is read-only: {language.value} is served, but adding or removing quotes needs --state DIR")
     return recommenders
 
 
@@ -57,7 +116,8 @@ def default_bundles(languages: Sequence[Language]) -> list[Bundle]:
             bundle = Bundle.zero_shot(language, quotes, model=default_model(language), gloss=DEFAULT_GLOSS)
             by_model[default_model(language)] = bundle
         else:
-            vectors = shared.quote_encoder.encode_records(quotes)
-            bundle = Bundle(language, shared.context_encoder, shared.quote_encoder, quotes, vectors, info=shared.info)
+            encoded = encode_quote_set(shared.quote_encoder, quotes)
+            context, quote_encoder = shared.context_encoder, shared.quote_encoder
+            bundle = Bundle(language, context, quote_encoder, encoded.records, encoded.vectors, info=shared.info)
         bundles.append(bundle)
     return bundles

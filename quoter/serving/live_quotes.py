@@ -20,6 +20,7 @@ import numpy as np
 from quoter.bundle import Bundle, QuoteRecord
 from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.errors import InputError, QuoterError
+from quoter.quote_set import QuoteSet, encode_quote_set
 from quoter.serving.index_config import IndexConfig
 from quoter.serving.quote_index import QuoteIndex
 from quoter.serving.quote_store import QuoteStore, StoredQuotes
@@ -39,6 +40,17 @@ class ScoredQuote:
     record: QuoteRecord
     score: float
     probability: float
+
+
+@dataclass(frozen=True)
+class ScoredSet:
+    """The whole live set scored for some contexts: ids and records in the same order, the inner-product
+    scores (contexts, quotes), and the version of the set they were taken from."""
+
+    ids: np.ndarray
+    records: list[QuoteRecord]
+    scores: np.ndarray
+    version: int
 
 
 def quote_key(text: str) -> str:
@@ -66,12 +78,20 @@ class LiveQuotes:
         self._encoder = encoder
         self._store = store
         self._lock = threading.RLock()
+        self._version = 0  # counts changes, so that what is derived from the set knows when to rebuild
 
     @classmethod
-    def from_bundle(cls, bundle: Bundle, config: IndexConfig = IndexConfig(), folder: Path | None = None) -> LiveQuotes:
-        """The bundle's quotes (ids = line numbers), or the live set saved in `folder` if there is one."""
-        bundle_quotes = StoredQuotes(dict(enumerate(bundle.quotes)), bundle.quote_vectors, len(bundle.quotes))
-        return cls.open(bundle_quotes, bundle.quote_encoder, config, folder)
+    def from_bundle(
+        cls,
+        bundle: Bundle,
+        config: IndexConfig = IndexConfig(),
+        folder: Path | None = None,
+        quotes: QuoteSet | None = None,
+    ) -> LiveQuotes:
+        """`quotes` (a set the bundle's quote encoder made; None: the bundle's own, ids = line numbers), or the
+        live set saved in `folder` if there is one; new quotes are encoded by the bundle's quote encoder."""
+        served = bundle.quote_set() if quotes is None else quotes
+        return cls.open(served.stored(), bundle.quote_encoder, config, folder)
 
     @classmethod
     def open(
@@ -129,7 +149,7 @@ class LiveQuotes:
         if known is not None:
             return known, False
         # Encode outside the lock: searches go on meanwhile.
-        vector = self._encoder.encode_records([record])
+        vector = encode_quote_set(self._encoder, [record]).vectors
         with self._lock:
             known = self.id_of(record.text)
             if known is not None:
@@ -142,6 +162,7 @@ class LiveQuotes:
             self._index.add(np.array([quote_id]), vector)
             self._records[quote_id] = record
             self._by_text[record.text] = quote_id
+            self._version += 1
         return quote_id, True
 
     def remove(self, quote_id: int) -> QuoteRecord:
@@ -153,6 +174,7 @@ class LiveQuotes:
             self._index.remove(np.array([quote_id]))
             del self._records[quote_id]
             del self._by_text[quote_key(record.text)]
+            self._version += 1
         return record
 
     def fingerprint(self) -> str:
@@ -162,6 +184,13 @@ class LiveQuotes:
             for quote_id, record in sorted(self._records.items()):
                 digest.update(json.dumps([quote_id, record.to_json()], ensure_ascii=False).encode("utf-8"))
         return digest.hexdigest()
+
+    def score_all(self, vectors: np.ndarray) -> ScoredSet:
+        """Every quote's score for each context vector, with the records and the set's version, as one
+        consistent view."""
+        with self._lock:
+            ids, scores = self._index.all_scores(vectors)
+            return ScoredSet(ids, [self._records[int(i)] for i in ids], scores, self._version)
 
     def search(self, vectors: np.ndarray, ks: Sequence[int]) -> list[list[ScoredQuote]]:
         """For each context vector, its top ks[i] quotes, best first, with probabilities over all quotes."""

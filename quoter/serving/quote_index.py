@@ -1,9 +1,11 @@
-"""Quote vectors in faiss, searched by inner product: exact by default, or approximate (IVF) by setting.
+"""Quote vectors by id, searched by inner product: exact by default, or approximate (IVF, faiss) by setting.
 
-Every vector carries its quote's id, so ids stay stable while quotes are added and removed. A copy of
-the vectors is kept beside faiss as well, for the softmax normaliser over the full quote set: computed
-from every score with the exact index, estimated from a fixed sample of quotes with IVF (IndexConfig).
-That copy grows by a quarter at a time, so adding a quote costs the same however many there are.
+Every vector carries its quote's id, so ids stay stable while quotes are added and removed. The vectors are
+kept once, in id-insertion order, as one float32 matrix that grows by a quarter at a time (so adding a quote
+costs the same however many there are). Exact search scores every quote with one matrix product and takes
+both the top k and the softmax normaliser over the full quote set from those scores. IVF search runs in
+faiss, which holds a second copy in its clusters; its normaliser is estimated from the matrix's rows of a
+fixed sample of quotes (IndexConfig).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from quoter.serving.index_config import IndexConfig, IndexKind
 
 # faiss warns below 39 training points per cluster; fewer clusters beat badly placed ones.
 POINTS_PER_CLUSTER = 39
-GROWTH_MIN = 64  # rows of spare room added at least when the copy of the vectors grows
+GROWTH_MIN = 64  # rows of spare room added at least when the vectors' matrix grows
 
 
 def ivf_clusters(config: IndexConfig, quotes: int) -> int:
@@ -30,9 +32,7 @@ def ivf_clusters(config: IndexConfig, quotes: int) -> int:
     return max(1, min(wanted, quotes // POINTS_PER_CLUSTER))
 
 
-def _empty_index(dim: int, config: IndexConfig, training: np.ndarray) -> faiss.Index:
-    if config.kind is IndexKind.EXACT:
-        return faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+def _ivf_index(dim: int, config: IndexConfig, training: np.ndarray) -> faiss.Index:
     if len(training) == 0:
         raise QuoterError("an approximate (IVF) index needs at least one quote to train on")
     quantizer = faiss.IndexFlatIP(dim)
@@ -72,11 +72,15 @@ class QuoteIndex:
         self._id_rows = np.array(ids)  # the ids, then spare room
         self._vector_rows = np.array(vectors)  # the vectors in the ids' order, then spare room
         self._known = set(ids.tolist())
-        self._cpu = _empty_index(self.dim, config, vectors)
-        self._cpu.add_with_ids(vectors, ids)
-        self._gpu_resources = faiss.StandardGpuResources() if config.gpu and gpu_available() else None
-        self._search_index = self._for_search()
-        self._sample_rows = self._draw_sample()
+        self._ivf = None
+        self._gpu_resources = None
+        if config.kind is IndexKind.IVF:
+            self._ivf = _ivf_index(self.dim, config, vectors)
+            self._ivf.add_with_ids(vectors, ids)
+            self._gpu_resources = faiss.StandardGpuResources() if config.gpu and gpu_available() else None
+        # Exact search multiplies on the GPU when torch sees one (the matrix is copied there after each change).
+        self._device = torch.device("cuda" if config.gpu and torch.cuda.is_available() else "cpu")
+        self._refresh()
 
     @property
     def _ids(self) -> np.ndarray:
@@ -86,8 +90,19 @@ class QuoteIndex:
     def _vectors(self) -> np.ndarray:
         return self._vector_rows[: self._size]
 
+    def _refresh(self) -> None:
+        """Make what searches read follow the vectors after a change: the exact matrix on its device, the IVF
+        index (faiss cannot remove ids from GPU indexes, so the CPU index is the one that changes and its GPU
+        copy is made again), and the normaliser's sample."""
+        self._search_vectors = torch.from_numpy(self._vectors).to(self._device)
+        if self._ivf is not None and self._gpu_resources is not None:
+            self._search_ivf = faiss.index_cpu_to_gpu(self._gpu_resources, 0, self._ivf)
+        else:
+            self._search_ivf = self._ivf
+        self._sample_rows = self._draw_sample()
+
     def _exact_normalizer(self) -> bool:
-        return self.config.kind is IndexKind.EXACT or len(self._ids) <= self.config.normalizer_sample
+        return self._ivf is None or len(self._ids) <= self.config.normalizer_sample
 
     def _draw_sample(self) -> np.ndarray:
         """Rows of the quotes that stand for all others in the IVF normaliser, drawn again after each change
@@ -97,29 +112,21 @@ class QuoteIndex:
         rng = np.random.default_rng(len(self._ids))
         return np.sort(rng.choice(len(self._ids), self.config.normalizer_sample, replace=False))
 
-    def _for_search(self) -> faiss.Index:
-        """The CPU index, or a copy of it on the GPU (faiss cannot remove ids from GPU indexes, so the
-        CPU index stays the one that changes and the copy is refreshed after each change)."""
-        if self._gpu_resources is None:
-            return self._cpu
-        return faiss.index_cpu_to_gpu(self._gpu_resources, 0, self._cpu)
-
     def __len__(self) -> int:
         return len(self._ids)
 
     @property
     def on_gpu(self) -> bool:
         """Whether searches run on a GPU."""
-        return self._search_index is not self._cpu
+        return self._search_ivf is not self._ivf if self._ivf is not None else self._device.type == "cuda"
 
     def set_nprobe(self, nprobe: int) -> None:
         """Search this many IVF clusters per query from now on (more: better recall, slower)."""
-        ivf = faiss.try_extract_index_ivf(self._cpu)
-        if ivf is None:
+        if self._ivf is None:
             raise QuoterError("nprobe applies to an approximate (IVF) index only")
         with self._lock:
-            ivf.nprobe = nprobe
-            self._search_index = self._for_search()
+            self._ivf.nprobe = nprobe
+            self._refresh()
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         """Index more vectors under new ids."""
@@ -128,7 +135,8 @@ class QuoteIndex:
         with self._lock:
             if self._known.intersection(ids.tolist()) or len(np.unique(ids)) != len(ids):
                 raise ValueError("quote ids must be distinct")
-            self._cpu.add_with_ids(vectors, ids)
+            if self._ivf is not None:
+                self._ivf.add_with_ids(vectors, ids)
             end = self._size + len(ids)
             if end > len(self._id_rows):
                 capacity = max(end, len(self._id_rows) + len(self._id_rows) // 4 + GROWTH_MIN)
@@ -138,22 +146,22 @@ class QuoteIndex:
             self._vector_rows[self._size : end] = vectors
             self._size = end
             self._known.update(ids.tolist())
-            self._search_index = self._for_search()
-            self._sample_rows = self._draw_sample()
+            self._refresh()
 
     def remove(self, ids: np.ndarray) -> int:
         """Remove vectors by id; return how many were indexed."""
         ids = np.asarray(ids, dtype=np.int64)
         with self._lock:
-            removed = int(self._cpu.remove_ids(ids))
+            if self._ivf is not None:
+                self._ivf.remove_ids(ids)
             keep = ~np.isin(self._ids, ids)
             kept = int(keep.sum())
+            removed = self._size - kept
             self._id_rows[:kept] = self._ids[keep]
             self._vector_rows[:kept] = self._vectors[keep]
             self._size = kept
             self._known.difference_update(ids.tolist())
-            self._search_index = self._for_search()
-            self._sample_rows = self._draw_sample()
+            self._refresh()
             return removed
 
     def fingerprint(self) -> str:
@@ -163,6 +171,11 @@ class QuoteIndex:
             digest = hashlib.sha256(self._ids[order].tobytes())
             digest.update(self._vectors[order].tobytes())
         return digest.hexdigest()
+
+    def _scores(self, queries: np.ndarray) -> torch.Tensor:
+        """Every quote's score for each query (queries, quotes), in the rows' order, on the search device.
+        torch, not numpy: its thread count is the one the server sets (numpy's BLAS takes every core)."""
+        return torch.from_numpy(queries).to(self._device) @ self._search_vectors.T
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The top `k` quotes of each query, best first: (scores, ids) of shape (queries, k') with
@@ -175,15 +188,25 @@ class QuoteIndex:
             if k == 0:
                 empty = np.zeros((len(queries), 0))
                 return empty.astype(np.float32), empty.astype(np.int64), np.full(len(queries), -np.inf)
-            if self._exact_normalizer():
-                scores, ids = self._search_index.search(queries, k)
-                # torch, not numpy: its thread count is the one the server sets (numpy's BLAS takes every core).
-                full = torch.from_numpy(queries) @ torch.from_numpy(self._vectors).T
-                return scores, ids, torch.logsumexp(full.double(), dim=1).numpy()
+            if self._ivf is None:
+                scores = self._scores(queries)
+                top_scores, top_rows = torch.topk(scores, k, dim=1)
+                log_normalizers = torch.logsumexp(scores.double(), dim=1)
+                return top_scores.cpu().numpy(), self._ids[top_rows.cpu().numpy()], log_normalizers.cpu().numpy()
+            if self._exact_normalizer():  # a quote set no larger than the sample
+                scores, ids = self._search_ivf.search(queries, k)
+                return scores, ids, torch.logsumexp(self._scores(queries).double(), dim=1).cpu().numpy()
             head = min(max(k, self.config.normalizer_head), len(self._ids))
-            scores, ids = self._search_index.search(queries, head)
+            scores, ids = self._search_ivf.search(queries, head)
             log_normalizers = self._estimated_log_normalizers(queries, scores, ids)
         return scores[:, :k], ids[:, :k], log_normalizers
+
+    def all_scores(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every quote's exact score for each query: (ids (quotes,), scores (queries, quotes)), whatever the
+        index kind (hybrid ranking needs every score)."""
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        with self._lock:
+            return self._ids.copy(), self._scores(queries).cpu().numpy()
 
     def _estimated_log_normalizers(
         self, queries: np.ndarray, head_scores: np.ndarray, head_ids: np.ndarray

@@ -67,10 +67,25 @@ def log_name(generation: int) -> str:
     return f"changes.{generation}.jsonl"
 
 
-def _quote_line(quote_id: int, record: QuoteRecord, vector: np.ndarray) -> bytes:
+def quote_line(quote_id: int, record: QuoteRecord, vector: np.ndarray) -> bytes:
+    """One quote of a saved set as a JSON line: {"id", "quote", "source"[, "gloss"], "vector"}."""
     encoded = base64.b64encode(np.ascontiguousarray(vector, dtype=VECTOR_TYPE).tobytes()).decode("ascii")
     item = {"id": quote_id, **record.to_json(), "vector": encoded}
     return (json.dumps(item, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def parse_quote_line(item: Any, path: Path, line: int, alternative: str = "") -> tuple[int, QuoteRecord, np.ndarray]:
+    """Read `quote_line`'s JSON; anything else is an InputError at path:line (`alternative` adds what else
+    the line may be)."""
+    try:
+        quote_id = item["id"]
+        record = QuoteRecord.from_json(item)
+        vector = np.frombuffer(base64.b64decode(item["vector"], validate=True), dtype=VECTOR_TYPE)
+    except (KeyError, TypeError, ValueError):
+        raise InputError('expected {"id", "quote", "source", "vector"}' + alternative, path=path, line=line) from None
+    if not isinstance(quote_id, int):
+        raise InputError(f"the id {quote_id!r} is not an integer", path=path, line=line)
+    return quote_id, record, vector
 
 
 class _Replay:
@@ -89,15 +104,8 @@ class _Replay:
                 raise InputError(f"removes quote {item['removed']}, which is not in the set", path=path, line=line)
             del self.vectors[item["removed"]]
             return
-        try:
-            quote_id = item["id"]
-            record = QuoteRecord.from_json(item)
-            vector = np.frombuffer(base64.b64decode(item["vector"], validate=True), dtype=VECTOR_TYPE)
-        except (KeyError, TypeError, ValueError):
-            raise InputError(
-                'expected {"id", "quote", "source", "vector"} or {"removed": id}', path=path, line=line
-            ) from None
-        if not isinstance(quote_id, int) or quote_id in self.records or len(vector) != self.dim:
+        quote_id, record, vector = parse_quote_line(item, path, line, ' or {"removed": id}')
+        if quote_id in self.records or len(vector) != self.dim:
             message = f"quote {quote_id}: a repeated id, or a vector not of size {self.dim}"
             raise InputError(message, path=path, line=line)
         self.records[quote_id] = record
@@ -221,7 +229,7 @@ class QuoteStore:
 
     def add(self, quote_id: int, record: QuoteRecord, vector: np.ndarray) -> None:
         """Save an added quote; once this returns, it survives a crash."""
-        self._append(_quote_line(quote_id, record, vector))
+        self._append(quote_line(quote_id, record, vector))
 
     def remove(self, quote_id: int) -> None:
         """Save a removal; once this returns, it survives a crash."""
@@ -337,7 +345,7 @@ def _compact(folder: Path, quotes: StoredQuotes, generation: int) -> int:
     with temporary.open("wb") as handle:
         handle.write((json.dumps(header) + "\n").encode("utf-8"))
         for (quote_id, record), vector in zip(quotes.records.items(), quotes.vectors):
-            handle.write(_quote_line(quote_id, record, vector))
+            handle.write(quote_line(quote_id, record, vector))
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, folder / SNAPSHOT_FILE)

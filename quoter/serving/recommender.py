@@ -1,7 +1,8 @@
 """A bundle ready to serve: contexts in, the top k quotes out with their scores and probabilities.
 
 The probability of a quote is the softmax of its score over the FULL quote set (the paper's Eq. 4 and
-Table 3), whatever k is. Concurrent requests share context-encoder calls through a MicroBatcher.
+Table 3), whatever k is. A hybrid bundle ranks by its fused score instead (see live_fusion.py); the
+probability stays that of the dense score. Concurrent requests share context-encoder calls through a MicroBatcher.
 """
 
 from __future__ import annotations
@@ -12,48 +13,69 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from quoter.bundle import Bundle
-from quoter.encoders.context_encoder import ContextEncoder
 from quoter.errors import QuoterError
 from quoter.languages import Language
+from quoter.quote_set import QuoteSet
 from quoter.ranking import Query
+from quoter.serving.context_runtime import ChosenRuntime, choose_runtime
 from quoter.serving.index_config import IndexConfig
+from quoter.serving.live_fusion import LiveFusion
 from quoter.serving.live_quotes import LiveQuotes, ScoredQuote
 from quoter.serving.micro_batching import BatchingConfig, MicroBatcher
+from quoter.serving.runtime_config import ContextRuntime
 
 
 @dataclass(frozen=True)
 class RecommenderConfig:
-    """int8: quantize the context encoder's linear layers to int8 (faster on CPU, slightly different
-    scores); index: exact or approximate quote search; batching: how concurrent requests are grouped;
-    encode_batch: contexts per encoder forward pass (a file is ranked in such steps)."""
+    """runtime: what runs the context encoder (ContextRuntime; torch here, so that a library user gets the
+    bundle's own encoder unchanged, while the commands choose the fastest whose measured loss of MRR is
+    small); int8: the torch runtime with the context encoder's linear layers quantized to int8 (faster on
+    CPU, slightly different scores); index: exact or approximate quote search; batching: how concurrent
+    requests are grouped; encode_batch: contexts per encoder forward pass (a file is ranked in such steps)."""
 
+    runtime: ContextRuntime = ContextRuntime.TORCH
     int8: bool = False
     index: IndexConfig = field(default_factory=IndexConfig)
     batching: BatchingConfig = field(default_factory=BatchingConfig)
     encode_batch: int = 64
 
 
-def quantized(encoder: ContextEncoder) -> ContextEncoder:
-    """The context encoder with int8 linear layers."""
+def context_runtime(bundle: Bundle, config: RecommenderConfig, folder: Path | None) -> ChosenRuntime:
+    """The runtime that encodes the bundle's contexts, as the config asks."""
+    if not config.int8:
+        return choose_runtime(bundle, config.runtime, folder)
+    if config.runtime not in (ContextRuntime.AUTO, ContextRuntime.TORCH):
+        raise QuoterError(
+            f"int8 quantizes the torch runtime; for ONNX Runtime with int8 weights choose "
+            f"{ContextRuntime.ONNX_INT8.value}, not int8 with {config.runtime.value}"
+        )
     # Imported only when asked for: quantization pulls in torch.ao, which a plain server never needs.
     from quoter.encoders.quantization import quantize_dynamic_int8
 
-    return quantize_dynamic_int8(encoder)
+    return ChosenRuntime("torch-int8", quantize_dynamic_int8(bundle.context_encoder))
 
 
 class Recommender:
     """Recommends quotes of one bundle's (live) quote set."""
 
     def __init__(
-        self, bundle: Bundle, config: RecommenderConfig = RecommenderConfig(), folder: Path | None = None
+        self,
+        bundle: Bundle,
+        config: RecommenderConfig = RecommenderConfig(),
+        folder: Path | None = None,
+        quotes: QuoteSet | None = None,
+        state: Path | None = None,
     ) -> None:
-        """`folder`: the bundle's folder, where a saved live quote set is read and changes are saved; None
-        keeps changes in memory."""
+        """`folder`: the bundle's folder; `quotes`: the quote set served (None: the bundle's own); `state`:
+        where a saved live quote set is read and changes are saved (None: `folder`; both None: changes are
+        kept in memory)."""
         self.config = config
         self.language: Language = bundle.language
         self.info = bundle.info
-        self.context_encoder = quantized(bundle.context_encoder) if config.int8 else bundle.context_encoder
-        self.quotes = LiveQuotes.from_bundle(bundle, config.index, folder)
+        self.runtime = context_runtime(bundle, config, folder)
+        self.context_encoder = self.runtime.encoder
+        self.quotes = LiveQuotes.from_bundle(bundle, config.index, state or folder, quotes)
+        self.fusion = None if bundle.fusion is None else LiveFusion(bundle)
         self._batcher: MicroBatcher[tuple[Query, int], list[ScoredQuote]] = MicroBatcher(
             self._recommend_items, config.batching, self._most_tokens
         )
@@ -65,7 +87,10 @@ class Recommender:
     def _recommend_items(self, items: Sequence[tuple[Query, int]]) -> list[list[ScoredQuote]]:
         if any(k < 1 for _, k in items):
             raise QuoterError("k must be at least 1")
-        vectors = self.context_encoder.encode([query for query, _ in items], self.config.encode_batch)
+        queries = [query for query, _ in items]
+        vectors = self.context_encoder.encode(queries, self.config.encode_batch)
+        if self.fusion is not None:
+            return self.fusion.top(queries, self.quotes.score_all(vectors), [k for _, k in items])
         return self.quotes.search(vectors, [k for _, k in items])
 
     def _most_tokens(self, item: tuple[Query, int]) -> int:

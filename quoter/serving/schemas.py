@@ -105,6 +105,7 @@ class BundleHealth(BaseModel):
     model: str | None
     index: str
     int8: bool
+    runtime: str
 
 
 class Health(BaseModel):

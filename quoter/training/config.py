@@ -15,10 +15,12 @@ from typing import Any
 
 import yaml
 
+from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.pooling import GapMarker, PoolingChoice
 from quoter.errors import QuoterError
 from quoter.fusion import FusionRule
 from quoter.languages import Language
+from quoter.sememes.sources import LexiconConfig
 
 
 class LoggerKind(str, Enum):
@@ -54,8 +56,8 @@ class ModelConfig:
     freeze_word_embeddings keeps the token embedding tables fixed (most of a multilingual model's weights)."""
 
     name: str | None = None
-    context_max_length: int = 128
-    quote_max_length: int = 64
+    context_max_length: int = ContextEncoderConfig.max_length
+    quote_max_length: int = QuoteEncoderConfig.max_length
     pooling: PoolingChoice = PoolingChoice.MASK
     gap: GapMarker | None = None
     scale: float | None = None
@@ -70,14 +72,12 @@ class ModelConfig:
 
 
 @dataclass(frozen=True)
-class SememeConfig:
-    """source: 'openhownet', a word-sememe file, or None for no sememes (the -Sememe ablation, like alpha 0);
-    alpha: weight of the sememe embeddings (Eq. 6); cedict, lemmas: the English bridge (see LexiconConfig)."""
+class SememeConfig(LexiconConfig):
+    """The lexicon (see LexiconConfig), except that by default there is none: source None means no sememes
+    (the -Sememe ablation, like alpha 0); alpha: weight of the sememe embeddings (Eq. 6)."""
 
     source: str | None = None
-    alpha: float = 0.5
-    cedict: str | None = None
-    lemmas: str | None = None
+    alpha: float = QuoteEncoderConfig.alpha
 
     def __post_init__(self) -> None:
         if self.alpha < 0:
@@ -205,14 +205,19 @@ def _at_least(name: str, value: int, low: int) -> None:
         raise QuoterError(f"{name}: must be at least {low}, got {value}")
 
 
+# A config file's key that names the config file it builds on.
+BASE_KEY = "base"
+
+
 def load_config(
     path: str | Path | None, overrides: dict[str, str] | None = None, values: dict[str, Any] | None = None
 ) -> TrainConfig:
-    """Read a YAML config (None: all defaults), apply dotted overrides {"joint.epochs": "2"} whose values are
-    parsed as YAML scalars, then dotted `values` taken as they are (paths from command-line options)."""
+    """Read a YAML config (None: all defaults) over the configs it builds on (`base: FILE`, relative to it),
+    apply dotted overrides {"joint.epochs": "2"} whose values are parsed as YAML scalars, then dotted `values`
+    taken as they are (paths from command-line options)."""
     data: dict[str, Any] = {}
     if path is not None:
-        data = _read_yaml(Path(path))
+        data = _read_config_file(Path(path), ())
     for key, text in (overrides or {}).items():
         _set_dotted(data, key, _parse_scalar(key, text))
     for key, value in (values or {}).items():
@@ -229,6 +234,30 @@ def parse_assignments(assignments: list[str]) -> dict[str, str]:
             raise QuoterError(f"expected key=value (e.g. joint.epochs=2), got '{assignment}'")
         parsed[key.strip()] = value
     return parsed
+
+
+def _read_config_file(path: Path, including: tuple[Path, ...]) -> dict[str, Any]:
+    """A config file's settings over those of its `base` (a config file named relative to it), if it has
+    one; `including` are the files that led here, so that a loop of bases is an error, not a hang."""
+    data = _read_yaml(path)
+    base = data.pop(BASE_KEY, None)
+    if base is None:
+        return data
+    if not isinstance(base, str) or not base.strip():
+        raise QuoterError(f"{path}: {BASE_KEY}: expected the path of another config file, got {base!r}")
+    if path.resolve() in including:
+        raise QuoterError(f"{path}: {BASE_KEY}: the config files name each other as their base")
+    return _merged(_read_config_file(path.parent / base, (*including, path.resolve())), data)
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `over`'s settings in place of its own, section by section."""
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            value = _merged(merged[key], value)
+        merged[key] = value
+    return merged
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from torch.nn import functional as F
 
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.quote_encoder import QuoteEncoder
+from quoter.quote_set import encode_quote_set
 from quoter.training.config import StageConfig
 from quoter.training.data import TrainingData
 from quoter.training.negatives import NegativeSampler
@@ -38,7 +39,7 @@ class JointModule(StageModule):
     def on_train_epoch_start(self) -> None:
         if self.negatives.needs_mining(self.current_epoch):
             pool = self.negatives.pool.tolist()
-            vectors = self.quote_encoder.encode_records([self.data.records[q] for q in pool])
+            vectors = encode_quote_set(self.quote_encoder, [self.data.records[q] for q in pool]).vectors
             self.negatives.mine(vectors, self.current_epoch)
 
     def batch_loss(self, sample_ids: torch.Tensor, epoch: int | None = None) -> torch.Tensor:
@@ -57,7 +58,7 @@ class JointModule(StageModule):
         return F.cross_entropy(logits, torch.zeros(len(ids), dtype=torch.long, device=logits.device))
 
     def all_quote_vectors(self) -> torch.Tensor:
-        return torch.from_numpy(self.quote_encoder.encode_records(self.data.records))
+        return torch.from_numpy(encode_quote_set(self.quote_encoder, self.data.records).vectors)
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         super().on_save_checkpoint(checkpoint)

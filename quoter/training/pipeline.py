@@ -27,9 +27,10 @@ from quoter.errors import QuoterError
 from quoter.fusion import FusionRule, Signal, fit_fusion
 from quoter.languages import Language, choose_language
 from quoter.metrics import ranks_from_scores
+from quoter.quote_set import encode_quote_set
 from quoter.ranking import Query
 from quoter.sememes.alignment import SememeAnnotator
-from quoter.sememes.sources import LexiconConfig, load_lexicon
+from quoter.sememes.sources import load_lexicon
 from quoter.training.config import TrainConfig, config_to_dict
 from quoter.training.data import QuoteDataModule, TrainingData
 from quoter.training.joint_module import JointModule
@@ -47,12 +48,11 @@ RETRAIN_FOLDER = "retrain"
 
 @dataclass
 class Encoders:
-    """The two encoders of a run, and the lexicon behind the quote encoder's sememes (None: no sememes)."""
+    """The two encoders of a run and the name of the model they start from."""
 
     model: str
     context: ContextEncoder
     quote: QuoteEncoder
-    lexicon: LexiconConfig | None
 
 
 def build_encoders(config: TrainConfig, language: Language) -> Encoders:
@@ -61,15 +61,9 @@ def build_encoders(config: TrainConfig, language: Language) -> Encoders:
     sememe embeddings would only add noise to the quote vectors (-SimTrain and BERT-Sim have none)."""
     name = config.model.name or default_model(language)
     sememes = config.sememes
-    lexicon = None
     annotator = None
     if sememes.source is not None and sememes.alpha > 0 and config.joint.enabled:
-        lexicon = LexiconConfig(
-            source=sememes.source,
-            cedict=None if sememes.cedict is None else Path(sememes.cedict),
-            lemmas=None if sememes.lemmas is None else Path(sememes.lemmas),
-        )
-        annotator = SememeAnnotator(load_lexicon(lexicon, language), language)
+        annotator = SememeAnnotator(load_lexicon(sememes, language), language)
     context_model, context_tokenizer = load_pretrained(name)
     quote_model, quote_tokenizer = load_pretrained(name)
     pooling = choose_pooling(config.model.pooling, native_pooling(name))
@@ -85,14 +79,14 @@ def build_encoders(config: TrainConfig, language: Language) -> Encoders:
         quote_model,
         quote_tokenizer,
         QuoteEncoderConfig(
-            config.model.quote_max_length, sememes.alpha if lexicon else 0.0, pooling.quote, config.model.gloss
+            config.model.quote_max_length, sememes.alpha if annotator else 0.0, pooling.quote, config.model.gloss
         ),
         annotator,
     )
     if config.model.freeze_word_embeddings:
         for model in (context_model, quote_model):
             model.get_input_embeddings().requires_grad_(False)
-    return Encoders(name, context, quote, lexicon)
+    return Encoders(name, context, quote)
 
 
 def checkpoint_folder(config: TrainConfig) -> Path:
@@ -154,7 +148,7 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> Bundle:
         log("stage 1 is off, so the quote encoder is not trained: no sememes (their embeddings would stay random)")
     metrics = train_stages(config, encoders, data, folder, log)
     log("encoding the quote set with the final quote encoder")
-    vectors = encoders.quote.encode_records(data.records)
+    final = encode_quote_set(encoders.quote, data.records)
     info: dict[str, Any] = {
         "model": encoders.model,
         "trained": True,
@@ -163,7 +157,7 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> Bundle:
         "train_seconds": round(time.perf_counter() - started, 1),
         "config": config_to_dict(config),
     }
-    bundle = Bundle(language, encoders.context, encoders.quote, data.records, vectors, encoders.lexicon, info)
+    bundle = Bundle(language, encoders.context, encoders.quote, final.records, final.vectors, info=info)
     if config.fusion.enabled:
         fit_bundle_fusion(bundle, data, config.fusion.rule, config.validation.batch_size, log)
     # Under DDP every rank runs this function; one writes.
@@ -210,7 +204,9 @@ def train_stages(
         log("stage 2: training the context encoder over all train quotes, quote encoder frozen")
         encoders.quote.requires_grad_(False)
         stage_one = {key: value.clone() for key, value in encoders.context.state_dict().items()}
-        module = RetrainModule(encoders.context, encoders.quote.encode_records(data.records), data, config.retrain)
+        module = RetrainModule(
+            encoders.context, encode_quote_set(encoders.quote, data.records).vectors, data, config.retrain
+        )
         batches = QuoteDataModule(data, config.retrain.batch_size, valid_batch, seed, False)
         metrics["retrain"] = run_stage(module, batches, config.retrain, config.run, folder / RETRAIN_FOLDER, "retrain")
         log(f"stage 2: best validation MRR {metrics['retrain']['val_mrr']:.4f}")

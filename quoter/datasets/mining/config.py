@@ -18,6 +18,14 @@ MAX_CONTEXTS = {Language.EN: 200, Language.ZH: 150, Language.ZH_CLASSICAL: 150}
 MIN_PARTIAL_UNITS = {Language.EN: 8, Language.ZH: 4, Language.ZH_CLASSICAL: 4}
 
 
+def per_language(values: dict[Language, int]) -> str:
+    """A per-language default as the command line's help shows it: '40 (en) / 50 (zh, zh-classical)'."""
+    languages: dict[int, list[str]] = {}
+    for language, value in values.items():
+        languages.setdefault(value, []).append(language.value)
+    return " / ".join(f"{value} ({', '.join(names)})" for value, names in languages.items())
+
+
 @dataclass(frozen=True)
 class BuildConfig:
     """What to build from, where to, and every rule of the construction (see `for_language`)."""
@@ -28,10 +36,11 @@ class BuildConfig:
     out_dir: Path
     example_files: tuple[Path, ...] = ()
     sources_file: Path | None = None
-    context_units: int = 40
-    min_occurrences: int = 5
-    max_contexts: int = 200
-    min_partial_units: int = 8
+    # The per-language rules; `for_language` sets them for the configured language.
+    context_units: int = CONTEXT_UNITS[Language.EN]
+    min_occurrences: int = MIN_OCCURRENCES[Language.EN]
+    max_contexts: int = MAX_CONTEXTS[Language.EN]
+    min_partial_units: int = MIN_PARTIAL_UNITS[Language.EN]
     seed: int = 13
     valid_fraction: float = 0.1
     test_fraction: float = 0.1

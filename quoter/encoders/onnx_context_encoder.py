@@ -1,0 +1,48 @@
+"""A context encoder run by ONNX Runtime: the same tokenization and the same vectors (up to rounding, or
+int8 quantization) as the torch ContextEncoder it was exported from (onnx_export.py), faster on a CPU."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from quoter.encoders.batching import encode_in_length_order
+from quoter.encoders.configs import ContextEncoderConfig
+from quoter.encoders.context_encoder import ContextBatch, ContextEncoder, ContextRow
+from quoter.encoders.onnx_export import INPUT_NAMES
+from quoter.ranking import Query
+
+
+class OnnxContextEncoder:
+    """Encodes contexts with an ONNX graph of `encoder`; `encoder` still tokenizes them."""
+
+    def __init__(self, encoder: ContextEncoder, graph: Path) -> None:
+        """`graph`: an ONNX file written by export_onnx (or its int8 copy) from this encoder."""
+        import onnxruntime
+
+        self.config: ContextEncoderConfig = encoder.config
+        self._encoder = encoder
+        options = onnxruntime.SessionOptions()
+        # One thread setting for every runtime: the count torch was given (quoter.cli.serve_commands.set_threads).
+        options.intra_op_num_threads = torch.get_num_threads()
+        options.inter_op_num_threads = 1
+        # Idle threads sleep rather than spin: on a CPU shared with the server's event loop, its clients or other
+        # work, spinning threads took turns with them and a call ran several times slower.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self._session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+        self._inputs = {node.name for node in self._session.get_inputs()}
+        self._dim = encoder.model.config.hidden_size
+
+    def _run(self, rows: Sequence[ContextRow]) -> np.ndarray:
+        batch: ContextBatch = self._encoder.collate(rows)
+        tensors = (batch.input_ids, batch.attention_mask, batch.token_type_ids, batch.positions)
+        feeds = {name: tensor.cpu().numpy() for name, tensor in zip(INPUT_NAMES, tensors) if name in self._inputs}
+        return self._session.run(None, feeds)[0].astype(np.float32, copy=False)
+
+    def encode(self, queries: Sequence[Query], batch_size: int = 32) -> np.ndarray:
+        """Context vectors as a float32 array (len(queries), hidden)."""
+        rows = self._encoder.rows(queries) if queries else []
+        return encode_in_length_order(rows, lambda row: len(row.input_ids), self._run, batch_size, self._dim)

@@ -1,0 +1,128 @@
+"""A quote set: quotes with their sources, glosses and stable ids, their vectors, and the identity of the quote
+encoder that made the vectors. `encode_quote_set` is the one place quote sets are encoded; `quoter encode`
+writes one to a file, which serve, batch and evaluate rank with the bundle whose quote encoder made it.
+
+The file is JSON lines, a header then one quote a line, the quote lines as in the server's saved sets:
+
+    {"format": "quoter-quotes", "version": 1, "encoder": identity, "dim": vector size, "next_id": id}
+    {"id", "quote", "source"[, "gloss"], "vector"}      (vector: base64, little-endian float32)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from quoter.atomic_files import write_bytes_atomic
+from quoter.encoders.configs import ENCODE_BATCH
+from quoter.encoders.quote_encoder import QuoteEncoder
+from quoter.errors import InputError
+from quoter.quote_record import QuoteRecord
+from quoter.serving.quote_store import StoredQuotes, parse_quote_line, quote_line
+from quoter.text_lines import decoded_lines
+
+QUOTE_SET_FORMAT = "quoter-quotes"
+QUOTE_SET_VERSION = 1
+
+
+@dataclass(frozen=True)
+class QuoteSet:
+    """Quotes by stable id (`ids[i]` is the id of `records[i]`, whose vector is row i) and the identity of
+    the quote encoder that made the vectors (None: an encoder never saved)."""
+
+    ids: list[int]
+    records: list[QuoteRecord]
+    vectors: np.ndarray
+    encoder: str | None
+
+    def __post_init__(self) -> None:
+        if not len(self.ids) == len(self.records) == self.vectors.shape[0]:
+            raise ValueError(f"{len(self.ids)} ids, {len(self.records)} quotes, {self.vectors.shape[0]} vectors")
+
+    def stored(self) -> StoredQuotes:
+        """The set as the server's live quotes start from it."""
+        return StoredQuotes(dict(zip(self.ids, self.records)), self.vectors, max(self.ids, default=-1) + 1)
+
+    def check_encoder(self, encoder: QuoteEncoder, path: Path) -> None:
+        """Refuse vectors another quote encoder made: they would be compared with the wrong contexts."""
+        if self.encoder is None or self.encoder != encoder.identity:
+            raise InputError(
+                "the quote set was encoded by another quote encoder than the bundle's; encode it again with "
+                "`quoter encode --bundle BUNDLE`",
+                path=path,
+            )
+
+
+def encode_quote_set(
+    encoder: QuoteEncoder,
+    records: Sequence[QuoteRecord],
+    known: QuoteSet | None = None,
+    batch_size: int = ENCODE_BATCH,
+) -> QuoteSet:
+    """The records (ids 0, 1, ... in their order) with their vectors by `encoder`. A quote that `known`, a
+    set the same encoder made, already holds with exactly the input the encoder reads keeps its vector."""
+    vectors = np.zeros((len(records), encoder.model.config.hidden_size), dtype=np.float32)
+    row_of = {}
+    if known is not None and known.encoder is not None and known.encoder == encoder.identity:
+        row_of = {encoder.text(r.text, r.description): row for row, r in enumerate(known.records)}
+    inputs = [encoder.text(record.text, record.description) for record in records]
+    reused = [(index, row_of[text]) for index, text in enumerate(inputs) if text in row_of]
+    if reused:
+        indices, rows = zip(*reused)
+        vectors[list(indices)] = known.vectors[list(rows)]
+    missing = [index for index, text in enumerate(inputs) if text not in row_of]
+    if missing:
+        vectors[missing] = encoder.encode_records([records[index] for index in missing], batch_size)
+    return QuoteSet(list(range(len(records))), list(records), vectors, encoder.identity)
+
+
+def write_quote_set(path: Path, quotes: QuoteSet) -> None:
+    """Write the set to `path` atomically."""
+    header = {
+        "format": QUOTE_SET_FORMAT,
+        "version": QUOTE_SET_VERSION,
+        "encoder": quotes.encoder,
+        "dim": quotes.vectors.shape[1],
+        "next_id": max(quotes.ids, default=-1) + 1,
+    }
+    lines = [(json.dumps(header) + "\n").encode("utf-8")]
+    lines += [quote_line(i, record, vector) for i, record, vector in zip(quotes.ids, quotes.records, quotes.vectors)]
+    write_bytes_atomic(path, b"".join(lines))
+
+
+def read_quote_set(path: Path) -> QuoteSet:
+    """Read a set written by `write_quote_set`; anything else is a one-line InputError at path:line."""
+    lines = decoded_lines(Path(path), "quote set")
+    first = next(lines, None)
+    header = _json(first[1], path, 1) if first is not None else None
+    if not isinstance(header, dict) or header.get("format") != QUOTE_SET_FORMAT:
+        raise InputError(f"not a quote set (written by `quoter encode`; format '{QUOTE_SET_FORMAT}')", path=path)
+    if header.get("version") != QUOTE_SET_VERSION:
+        raise InputError(f"quote set version {header.get('version')} is not supported", path=path, line=1)
+    dim = header.get("dim")
+    if not isinstance(dim, int):
+        raise InputError('expected an integer "dim"', path=path, line=1)
+    ids, records, vectors = [], [], []
+    for number, text in lines:
+        quote_id, record, vector = parse_quote_line(_json(text, path, number), path, number)
+        if len(vector) != dim:
+            raise InputError(f"quote {quote_id}: a vector not of size {dim}", path=path, line=number)
+        ids.append(quote_id)
+        records.append(record)
+        vectors.append(vector)
+    if len(set(ids)) != len(ids):
+        raise InputError("an id is given to two quotes", path=path)
+    matrix = np.stack(vectors).astype(np.float32) if vectors else np.zeros((0, dim), np.float32)
+    encoder = header.get("encoder")
+    return QuoteSet(ids, records, matrix, None if encoder is None else str(encoder))
+
+
+def _json(text: str, path: Path, line: int) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputError(f"not valid JSON: {error.msg}", path=path, line=line) from None

@@ -1,0 +1,195 @@
+"""Which runtime encodes contexts: torch (float32), ONNX Runtime (float32) or ONNX Runtime with dynamic int8
+weights; by default, on a CPU, the fastest whose measured loss of MRR is at most MAX_MRR_LOSS.
+
+The ONNX graphs are exported once per context encoder and cached, beside the bundle when its folder can be
+written and in $QUOTER_CACHE otherwise, under a hash of everything its vectors depend on (weights, settings,
+tokenizer) and of the check set, so a cached graph is never stale. At export each ONNX runtime is measured
+against torch float32 on a check set and the result is saved with the graphs: the mean cosine of the context
+vectors and the MRR of ranking the check set's quotes (encoded by the bundle's quote encoder). Bundles do not
+keep their validation contexts, so the check set is fixed per language (CheckSet).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from quoter.atomic_files import build_folder_once
+from quoter.bundle import Bundle
+from quoter.encoders.configs import ContextEncoderConfig
+from quoter.encoders.context_encoder import ContextEncoder
+from quoter.encoders.model_sources import cache_dir
+from quoter.errors import QuoterError
+from quoter.languages import Language
+from quoter.metrics import rank_metrics, ranks_from_scores
+from quoter.ranking import Query
+from quoter.serving.runtime_config import MAX_MRR_LOSS, ContextRuntime
+
+# On a CPU, fastest first (python -m benchmarks.versus); torch is the fallback.
+FASTEST_FIRST = (ContextRuntime.ONNX_INT8, ContextRuntime.ONNX)
+GRAPH_FILES = {ContextRuntime.ONNX: "context.onnx", ContextRuntime.ONNX_INT8: "context-int8.onnx"}
+QUALITY_FILE = "quality.json"
+CACHE_FOLDER = "onnx"  # in the bundle folder or in $QUOTER_CACHE
+CACHE_FORMAT = 1  # part of the key: raised when the export changes
+CHECK_BANK_QUOTES = 200  # the Chinese check sets: this many quotes of the bank, in its order
+
+
+class ContextVectors(Protocol):
+    """What encodes contexts: ContextEncoder or OnnxContextEncoder."""
+
+    config: ContextEncoderConfig
+
+    def encode(self, queries: Sequence[Query], batch_size: int = 32) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class CheckSet:
+    """Contexts whose gold quote is known: `gold[i]` indexes `quotes`."""
+
+    name: str
+    queries: list[Query]
+    gold: list[int]
+    quotes: list[str]
+
+
+def check_set(language: Language) -> CheckSet:
+    """English: every context of the built-in example set (126 hand-written contexts for 27 public-domain
+    proverbs; all of it rather than its 27 test contexts, where one gold quote falling from rank 1 to 2
+    would already cost 0.019 of MRR). Chinese: the first CHECK_BANK_QUOTES quotes of the language's
+    built-in bank, each to be found from its gloss, a plain-language paraphrase of it: the only Chinese
+    contexts Quoter ships, in the model's own domain."""
+    if language is Language.EN:
+        from quoter.cli.evaluate_command import EXAMPLE_DATA
+        from quoter.datasets import load_dataset
+
+        dataset = load_dataset(str(EXAMPLE_DATA))
+        queries = [Query(sample.left, sample.right) for sample in dataset.samples]
+        return CheckSet("example-set", queries, [sample.quote_id for sample in dataset.samples], dataset.quotes)
+    from quoter.quote_bank import load_quote_bank
+
+    records = load_quote_bank(language)[:CHECK_BANK_QUOTES]
+    queries = [Query(record.gloss, "") for record in records]
+    return CheckSet(f"{language.value}-bank-glosses", queries, list(range(len(records))), [r.text for r in records])
+
+
+@dataclass(frozen=True)
+class RuntimeQuality:
+    """An ONNX runtime against torch float32 on a check set: mean cosine of the context vectors, and MRR."""
+
+    check_set: str
+    mean_cosine: float
+    mrr: float
+    float32_mrr: float
+
+    @property
+    def mrr_loss(self) -> float:
+        """How much lower the MRR is than float32's (negative: higher)."""
+        return self.float32_mrr - self.mrr
+
+
+@dataclass(frozen=True)
+class ChosenRuntime:
+    """The runtime that encodes contexts, its encoder, and its recorded quality (None for torch)."""
+
+    name: str
+    encoder: ContextVectors
+    quality: RuntimeQuality | None = None
+
+    def describe(self) -> str:
+        """One line for logs: the runtime and, for ONNX, its measured cost."""
+        if self.quality is None:
+            return self.name
+        q = self.quality
+        measured = f"MRR {q.mrr:.4f} vs {q.float32_mrr:.4f} float32 on the {q.check_set}, cosine {q.mean_cosine:.4f}"
+        return f"{self.name} ({measured})"
+
+
+def choose_runtime(bundle: Bundle, runtime: ContextRuntime, folder: Path | None = None) -> ChosenRuntime:
+    """The context runtime for `bundle`: the one asked for, or with AUTO the fastest acceptable one. ONNX
+    graphs are exported (and measured) on first use; `folder`: the bundle's folder, where they are cached
+    when it can be written."""
+    encoder = bundle.context_encoder
+    on_cpu = encoder.model.device.type == "cpu"
+    if runtime is ContextRuntime.TORCH or (runtime is ContextRuntime.AUTO and not on_cpu):
+        return ChosenRuntime(ContextRuntime.TORCH.value, encoder)
+    if not on_cpu:
+        raise QuoterError(f"the {runtime.value} runtime runs on the CPU; the model is on {encoder.model.device}")
+    from quoter.encoders.onnx_context_encoder import OnnxContextEncoder
+
+    graphs = exported_graphs(bundle, folder)
+    qualities = read_qualities(graphs)
+    wanted = [runtime] if runtime is not ContextRuntime.AUTO else FASTEST_FIRST
+    for candidate in wanted:
+        if runtime is candidate or qualities[candidate].mrr_loss <= MAX_MRR_LOSS:
+            onnx = OnnxContextEncoder(encoder, graphs / GRAPH_FILES[candidate])
+            return ChosenRuntime(candidate.value, onnx, qualities[candidate])
+    return ChosenRuntime(ContextRuntime.TORCH.value, encoder)
+
+
+def exported_graphs(bundle: Bundle, folder: Path | None) -> Path:
+    """The cache folder holding the bundle's context encoder as ONNX graphs and their measured quality,
+    exported now if it is not there yet."""
+    check = check_set(bundle.language)
+    key = content_key(bundle.context_encoder, check.name)
+    writable = folder is not None and os.access(folder, os.W_OK)
+    root = (folder if writable else cache_dir()) / CACHE_FOLDER
+    return build_folder_once(root / key, lambda target: _export_and_measure(bundle, check, target))
+
+
+def content_key(encoder: ContextEncoder, check_name: str) -> str:
+    """A hash of what the context vectors depend on (weights, settings, tokenizer) and of the check set."""
+    digest = hashlib.sha256(f"{CACHE_FORMAT} {check_name}".encode())
+    settings = {
+        "max_length": encoder.max_length,
+        "pooling": encoder.config.pooling.to_json(),
+        "gap": encoder.config.gap.value,
+    }
+    digest.update(json.dumps(settings, sort_keys=True).encode("utf-8"))
+    # The tokenizer as saved, less its truncation and padding state, which each call may change.
+    tokenizer = json.loads(encoder.tokenizer.backend_tokenizer.to_str())
+    tokenizer.pop("truncation", None)
+    tokenizer.pop("padding", None)
+    digest.update(json.dumps(tokenizer, sort_keys=True).encode("utf-8"))
+    for name, tensor in sorted(encoder.model.state_dict().items()):
+        digest.update(name.encode("utf-8"))
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()[:32]
+
+
+def _export_and_measure(bundle: Bundle, check: CheckSet, target: Path) -> None:
+    from quoter.encoders.onnx_context_encoder import OnnxContextEncoder
+    from quoter.encoders.onnx_export import export_onnx, quantize_onnx_int8
+
+    encoder = bundle.context_encoder
+    export_onnx(encoder, target / GRAPH_FILES[ContextRuntime.ONNX])
+    quantize_onnx_int8(target / GRAPH_FILES[ContextRuntime.ONNX], target / GRAPH_FILES[ContextRuntime.ONNX_INT8])
+    quotes = bundle.quote_encoder.encode(check.quotes)
+    reference = encoder.encode(check.queries)
+    qualities = {}
+    for runtime, graph in GRAPH_FILES.items():
+        vectors = OnnxContextEncoder(encoder, target / graph).encode(check.queries)
+        qualities[runtime.value] = asdict(measure_quality(check, quotes, reference, vectors))
+    (target / QUALITY_FILE).write_text(json.dumps(qualities, indent=2) + "\n", encoding="utf-8")
+
+
+def measure_quality(check: CheckSet, quotes: np.ndarray, reference: np.ndarray, vectors: np.ndarray) -> RuntimeQuality:
+    """How close `vectors` are to the float32 `reference` vectors of the check set's contexts."""
+    cosines = (reference * vectors).sum(axis=1) / (
+        np.linalg.norm(reference, axis=1) * np.linalg.norm(vectors, axis=1)
+    ).clip(min=1e-12)
+    float32_mrr = rank_metrics(ranks_from_scores(reference @ quotes.T, check.gold))["mrr"]
+    mrr = rank_metrics(ranks_from_scores(vectors @ quotes.T, check.gold))["mrr"]
+    return RuntimeQuality(check.name, float(cosines.mean()), mrr, float32_mrr)
+
+
+def read_qualities(graphs: Path) -> dict[ContextRuntime, RuntimeQuality]:
+    """The quality recorded at export for each ONNX runtime."""
+    saved = json.loads((graphs / QUALITY_FILE).read_text(encoding="utf-8"))
+    return {ContextRuntime(name): RuntimeQuality(**values) for name, values in saved.items()}

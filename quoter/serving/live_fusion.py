@@ -1,0 +1,64 @@
+"""Hybrid ranking in the server: a hybrid bundle's fusion of dense, BM25 and CRM scores over the live quote
+set, so that the server and `quoter batch` rank as `quoter evaluate --method bundle` does.
+
+Every quote is scored (the lexical signals and the z-scores need the whole set), then the top k are taken
+by the fused score. The probability stays the softmax of the dense score over the whole set, as for any
+bundle. BM25 and CRM are rebuilt for the set's current texts after it changes; a quote added at run time
+has no training contexts, so CRM leaves it neutral and the dense score and BM25 rank it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.special import logsumexp
+
+from quoter.bundle import Bundle
+from quoter.fusion import Fusion, Signal, fused_scores
+from quoter.ranking import Query
+from quoter.serving.live_quotes import ScoredQuote, ScoredSet
+
+
+class LiveFusion:
+    """Ranks a live quote set by a hybrid bundle's fusion."""
+
+    def __init__(self, bundle: Bundle) -> None:
+        if bundle.fusion is None:
+            raise ValueError("the bundle is not hybrid: it has no fusion")
+        self._bundle = bundle
+        self.fusion: Fusion = bundle.fusion
+        self._lock = threading.Lock()
+        self._version: int | None = None
+        self._signals: dict[str, Signal] = {}
+
+    def _lexical(self, scored: ScoredSet) -> dict[str, Signal]:
+        with self._lock:
+            if scored.version != self._version:
+                self._signals = self._bundle.lexical_signals_over(scored.records)
+                self._version = scored.version
+            return self._signals
+
+    def top(self, queries: Sequence[Query], scored: ScoredSet, ks: Sequence[int]) -> list[list[ScoredQuote]]:
+        """For each query, its top ks[i] quotes of `scored` by fused score, best first."""
+        if not scored.records:
+            return [[] for _ in ks]
+        signals = self._lexical(scored)
+        weighted = {name: signal for name, signal in signals.items() if self.fusion.weights.get(name)}
+        raw = {"dense": scored.scores, **{name: signal.ranker.score(queries) for name, signal in weighted.items()}}
+        covered = {name: signal.covered for name, signal in signals.items()}
+        fused = fused_scores(raw, covered, self.fusion)
+        log_normalizers = logsumexp(scored.scores.astype(np.float64), axis=1)
+        results = []
+        for k, row, dense, log_normalizer in zip(ks, fused, scored.scores, log_normalizers):
+            best = np.argsort(-row, kind="stable")[:k]
+            results.append(
+                [
+                    ScoredQuote(
+                        int(scored.ids[i]), scored.records[i], float(row[i]), float(np.exp(dense[i] - log_normalizer))
+                    )
+                    for i in best
+                ]
+            )
+        return results

@@ -1,0 +1,110 @@
+"""The context encoder through ONNX Runtime: the same vectors as torch (float32) or close ones (int8), for every
+pooling; the graphs are cached under the encoder's content and their measured quality decides what `auto` runs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from quoter.cli import app
+from quoter.encoders.configs import ContextEncoderConfig
+from quoter.encoders.context_encoder import ContextEncoder
+from quoter.encoders.onnx_context_encoder import OnnxContextEncoder
+from quoter.encoders.onnx_export import export_onnx, quantize_onnx_int8
+from quoter.encoders.pooling import GapMarker, Pooling, PoolingMode
+from quoter.languages import Language
+from quoter.ranking import Query
+from quoter.serving.context_runtime import GRAPH_FILES, QUALITY_FILE, choose_runtime, content_key, exported_graphs
+from quoter.serving.recommender import Recommender, RecommenderConfig
+from quoter.serving.runtime_config import ContextRuntime
+from tests.encoder_fixtures import tiny_model, tiny_tokenizer
+from tests.serving_fixtures import tiny_bundle
+
+QUERIES = [Query("the cat sat on", "mat ."), Query("a dog", ""), Query("", "ran home happy"), Query("我们喜欢", "学习")]
+POOLINGS = {
+    "mask": ContextEncoderConfig(max_length=32),
+    "cls": ContextEncoderConfig(max_length=32, pooling=Pooling(PoolingMode.CLS)),
+    "mean": ContextEncoderConfig(
+        max_length=32, pooling=Pooling(PoolingMode.MEAN, "the", normalize=True, scale=20.0), gap=GapMarker.TEXT
+    ),
+}
+
+
+@pytest.mark.parametrize("pooling", POOLINGS)
+def test_onnx_vectors_are_the_torch_ones_and_int8_ones_close(tmp_path, pooling):
+    tokenizer = tiny_tokenizer(tmp_path / "tokenizer")
+    encoder = ContextEncoder(tiny_model(tokenizer), tokenizer, POOLINGS[pooling])
+    modes = [module.training for module in encoder.modules()]
+    export_onnx(encoder, tmp_path / "context.onnx")
+    quantize_onnx_int8(tmp_path / "context.onnx", tmp_path / "int8.onnx")
+    assert [module.training for module in encoder.modules()] == modes  # the export left them alone
+    want = encoder.encode(QUERIES, batch_size=3)  # batches of mixed lengths: padding must not change a vector
+    np.testing.assert_allclose(
+        OnnxContextEncoder(encoder, tmp_path / "context.onnx").encode(QUERIES, 3), want, atol=1e-5
+    )
+    ints = OnnxContextEncoder(encoder, tmp_path / "int8.onnx").encode(QUERIES, 3)
+    cosines = (ints * want).sum(axis=1) / np.linalg.norm(ints, axis=1) / np.linalg.norm(want, axis=1)
+    assert ints.shape == want.shape and cosines.min() > 0.99
+
+
+def test_auto_runs_the_fastest_runtime_whose_recorded_mrr_loss_is_small(tmp_path):
+    bundle = tiny_bundle(tmp_path / "tiny")
+    chosen = choose_runtime(bundle, ContextRuntime.AUTO, tmp_path)
+    graphs = exported_graphs(bundle, tmp_path)
+    assert graphs.parent == tmp_path / "onnx"  # beside the bundle, whose folder can be written
+    recorded = json.loads((graphs / QUALITY_FILE).read_text(encoding="utf-8"))
+    assert recorded["onnx"]["check_set"] == "example-set" and recorded["onnx"]["mean_cosine"] > 0.9999
+    assert chosen.name == "onnx-int8" and chosen.quality.mrr == recorded["onnx-int8"]["mrr"]
+    assert "onnx-int8 (MRR" in chosen.describe()
+
+    recorded["onnx-int8"]["mrr"] = recorded["onnx-int8"]["float32_mrr"] - 0.006
+    (graphs / QUALITY_FILE).write_text(json.dumps(recorded), encoding="utf-8")
+    assert choose_runtime(bundle, ContextRuntime.AUTO, tmp_path).name == "onnx"
+    assert choose_runtime(bundle, ContextRuntime.ONNX_INT8, tmp_path).name == "onnx-int8"  # asked for: as it is
+    recorded["onnx"]["mrr"] = recorded["onnx"]["float32_mrr"] - 0.006
+    (graphs / QUALITY_FILE).write_text(json.dumps(recorded), encoding="utf-8")
+    assert choose_runtime(bundle, ContextRuntime.AUTO, tmp_path).name == "torch"
+
+
+def test_the_cache_follows_the_encoders_content_and_a_bundle_without_a_folder_uses_quoter_cache(tmp_path, monkeypatch):
+    bundle = tiny_bundle(tmp_path / "tiny")
+    monkeypatch.setenv("QUOTER_CACHE", str(tmp_path / "cache"))
+    graphs = exported_graphs(bundle, None)
+    assert graphs.parent == tmp_path / "cache" / "onnx"
+    assert exported_graphs(bundle, None) == graphs
+    key = content_key(bundle.context_encoder, "example-set")
+    assert graphs.name == key and content_key(bundle.context_encoder, "zh-bank-glosses") != key
+    encoder = bundle.context_encoder
+    assert content_key(ContextEncoder(encoder.model, encoder.tokenizer, ContextEncoderConfig(max_length=16)), "") != (
+        content_key(encoder, "")
+    )
+    with torch.no_grad():
+        encoder.model.embeddings.word_embeddings.weight[5] += 1.0
+    assert content_key(encoder, "example-set") != key
+    assert sorted(path.name for path in graphs.iterdir()) == sorted([*GRAPH_FILES.values(), QUALITY_FILE])
+
+
+def test_a_recommender_on_onnx_ranks_as_on_torch(tmp_path):
+    bundle = tiny_bundle(tmp_path / "tiny", Language.ZH)
+    on_torch = Recommender(bundle).recommend(QUERIES, 2)
+    on_onnx = Recommender(bundle, RecommenderConfig(runtime=ContextRuntime.ONNX)).recommend(QUERIES, 2)
+    assert [[r.id for r in row] for row in on_onnx] == [[r.id for r in row] for row in on_torch]
+    scores = [r.score for row in on_onnx for r in row]
+    assert scores == pytest.approx([r.score for row in on_torch for r in row], rel=1e-4)
+
+
+def test_quoter_batch_picks_a_runtime_by_default_and_says_which_first(tmp_path):
+    tiny_bundle(tmp_path / "tiny").save(tmp_path / "bundle")
+    contexts = tmp_path / "in.jsonl"
+    contexts.write_text(json.dumps({"left": "the cat", "right": "home"}) + "\n", encoding="utf-8")
+    args = ["batch", "--bundle", tmp_path / "bundle", "--input", contexts, "--output", tmp_path / "out.jsonl"]
+    result = CliRunner().invoke(app, list(map(str, args)))
+    assert result.exit_code == 0, result.output
+    # Quoter's lines: transformers draws its loading bars first.
+    ours = [line for line in result.output.splitlines() if line and "Loading weights" not in line]
+    assert ours[0].startswith("context encoder runtime: onnx-int8 (MRR ")
+    assert (tmp_path / "bundle" / "onnx").is_dir()  # cached beside the bundle
