@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import quoter
 from quoter.datasets import QuoteDataset, load_dataset
+from quoter.datasets.example_set import EXAMPLE_DATA
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.quantization import quantize_dynamic_int8
 from quoter.encoders.ranker import EncoderRanker
@@ -31,7 +31,6 @@ from quoter.methods import MethodOptions, build_ranker
 from quoter.ranking import Query
 from quoter.tables import markdown_table
 
-EXAMPLE_DATA = Path(quoter.__file__).parent / "examples" / "proverbs.tsv"
 THROUGHPUT_BATCH = 32
 WARMUP = 3
 

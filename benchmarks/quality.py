@@ -36,8 +36,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import quoter
 from quoter.datasets import QuoteDataset, load_dataset
+from quoter.datasets.example_set import EXAMPLE_DATA
 from quoter.encoders.model_sources import default_model, resolve_model
 from quoter.encoders.pooling import GapMarker, PoolingChoice
 from quoter.evaluation import evaluate
@@ -55,7 +55,7 @@ SETS = {
     "en": (BUILT / "en" / "data.txt", Language.EN),
     "zh-modern": (BUILT / "zh-modern" / "data.txt", Language.ZH),
     "zh-classical": (BUILT / "zh-classical" / "data.txt", Language.ZH_CLASSICAL),
-    "example": (Path(quoter.__file__).parent / "examples" / "proverbs.tsv", Language.EN),
+    "example": (EXAMPLE_DATA, Language.EN),
 }
 METHODS = ("bm25", "crm", "mask", "native", "native+gloss", "plain", "hybrid", "hybrid-rrf")
 TRAINED_METHODS = ("trained", "trained+fusion")

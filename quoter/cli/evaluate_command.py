@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from enum import Enum
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -14,6 +13,7 @@ from quoter.atomic_files import check_output_file, write_json_atomic
 from quoter.baselines.crm import Aggregate
 from quoter.cli.options import PartOption, SplitsOption
 from quoter.datasets import load_dataset
+from quoter.datasets.example_set import EXAMPLE_DATA
 from quoter.encoders.model_sources import DEFAULT_MODELS, OFFLINE_MODELS, OFFLINE_PREFIX
 from quoter.encoders.pooling import GapMarker, PoolingChoice
 from quoter.errors import QuoterError
@@ -24,7 +24,6 @@ from quoter.fusion import FusionRule, HybridRanker
 from quoter.languages import Language, choose_language
 from quoter.methods import METHODS, MethodOptions, build_ranker
 
-EXAMPLE_DATA = resources.files("quoter") / "examples" / "proverbs.tsv"
 DEFAULT_OPTIONS = MethodOptions()
 
 
@@ -126,7 +125,7 @@ def evaluate_command(
     if plot is not None:
         check_plot_path(plot)
     if data is None:
-        data = Path(str(EXAMPLE_DATA))
+        data = EXAMPLE_DATA
         typer.echo(f"no --data given: using the built-in example set {data}", err=True)
     dataset = load_dataset(data, splits=splits, part=part, glosses=glosses)
     language, reason = choose_language(lang, part, dataset.text_sample())

@@ -23,6 +23,8 @@ import numpy as np
 
 from quoter.atomic_files import build_folder_once
 from quoter.bundle import Bundle
+from quoter.datasets import load_dataset
+from quoter.datasets.example_set import EXAMPLE_DATA
 from quoter.encoders.configs import ContextEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.model_sources import cache_dir
@@ -66,10 +68,7 @@ def check_set(language: Language) -> CheckSet:
     built-in bank, each to be found from its gloss, a plain-language paraphrase of it: the only Chinese
     contexts Quoter ships, in the model's own domain."""
     if language is Language.EN:
-        from quoter.cli.evaluate_command import EXAMPLE_DATA
-        from quoter.datasets import load_dataset
-
-        dataset = load_dataset(str(EXAMPLE_DATA))
+        dataset = load_dataset(EXAMPLE_DATA)
         queries = [Query(sample.left, sample.right) for sample in dataset.samples]
         return CheckSet("example-set", queries, [sample.quote_id for sample in dataset.samples], dataset.quotes)
     from quoter.quote_bank import load_quote_bank
