@@ -38,7 +38,7 @@ from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.model_sources import default_model, load_pretrained, native_pooling
 from quoter.encoders.pooling import GapMarker, PoolingChoice, choose_pooling
 from quoter.encoders.quote_encoder import QuoteEncoder
-from quoter.encoders.ranker import EncoderRanker
+from quoter.encoders.ranker import ContextVectors, EncoderRanker
 from quoter.errors import InputError
 from quoter.fusion import Fusion, HybridRanker, Signal
 from quoter.json_files import read_json_file
@@ -83,11 +83,17 @@ class Bundle:
         return self.ranker_over(self.quotes, self.quote_vectors, batch_size)
 
     def ranker_over(
-        self, records: Sequence[QuoteRecord], vectors: np.ndarray, batch_size: int = ENCODE_BATCH
+        self,
+        records: Sequence[QuoteRecord],
+        vectors: np.ndarray,
+        batch_size: int = ENCODE_BATCH,
+        runtime: tuple[str, ContextVectors] | None = None,
     ) -> Ranker:
         """The bundle's ranking over another quote set (its vectors encoded by this bundle): CRM keeps the
-        known contexts of the quotes the set shares with the bundle."""
-        dense = EncoderRanker(self.context_encoder, vectors, batch_size)
+        known contexts of the quotes the set shares with the bundle. `runtime`: (its description, an encoder
+        that runs the context encoder otherwise, e.g. ONNX Runtime); None: the context encoder itself."""
+        name, context = runtime or ("torch", self.context_encoder)
+        dense = EncoderRanker(context, vectors, batch_size, name)
         if self.fusion is None:
             return dense
         return HybridRanker({"dense": Signal(dense), **self.lexical_signals_over(records)}, self.fusion)

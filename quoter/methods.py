@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from quoter.baselines import BM25Ranker, CRMRanker, LexicalConfig
 from quoter.baselines.crm import Aggregate
@@ -16,6 +17,11 @@ from quoter.errors import InputError, QuoterError
 from quoter.fusion import FusionRule, Signal, fit_hybrid
 from quoter.languages import Language
 from quoter.ranking import Query, Ranker
+from quoter.serving.runtime_config import ContextRuntime
+
+if TYPE_CHECKING:
+    from quoter.bundle import Bundle
+    from quoter.encoders.ranker import ContextVectors
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,7 @@ class MethodOptions:
     quotes: str | None = None  # bundle: a quote set its quote encoder made (`quoter encode`); None: its own quotes
     fusion: FusionRule = FusionRule.ZSCORE  # hybrid: how the signals' scores are made comparable
     dense_only: bool = False  # bundle: rank by a hybrid bundle's dense score alone, without its fusion
+    runtime: ContextRuntime = ContextRuntime.TORCH  # encoder, bundle, hybrid: what runs the context encoder
 
 
 def _bm25(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
@@ -58,7 +65,7 @@ def _encoder(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
         options.gap,
         options.encode_batch_size,
     )
-    return bundle.ranker(options.encode_batch_size)
+    return bundle.ranker_over(bundle.quotes, bundle.quote_vectors, options.encode_batch_size, _runtime(bundle, options))
 
 
 def _bundle(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
@@ -80,7 +87,16 @@ def _bundle(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
     held = {record.text: record for record in known.records}
     records = [held.get(record.text, record) for record in dataset.quote_records()]
     quotes = encode_quote_set(bundle.quote_encoder, records, known, options.encode_batch_size)
-    return bundle.ranker_over(quotes.records, quotes.vectors, options.encode_batch_size)
+    runtime = _runtime(bundle, options, Path(options.bundle))
+    return bundle.ranker_over(quotes.records, quotes.vectors, options.encode_batch_size, runtime)
+
+
+def _runtime(bundle: Bundle, options: MethodOptions, folder: Path | None = None) -> tuple[str, ContextVectors]:
+    """What runs the bundle's context encoder, as options.runtime asks (ONNX graphs cached in `folder`)."""
+    from quoter.serving.context_runtime import choose_runtime
+
+    chosen = choose_runtime(bundle, options.runtime, folder)
+    return chosen.describe(), chosen.encoder
 
 
 def _hybrid(dataset: QuoteDataset, options: MethodOptions) -> Ranker:

@@ -108,3 +108,21 @@ def test_quoter_batch_picks_a_runtime_by_default_and_says_which_first(tmp_path):
     ours = [line for line in result.output.splitlines() if line and "Loading weights" not in line]
     assert ours[0].startswith("context encoder runtime: onnx-int8 (MRR ")
     assert (tmp_path / "bundle" / "onnx").is_dir()  # cached beside the bundle
+
+
+def test_quoter_evaluate_ranks_a_bundle_on_the_runtime_asked_for_and_says_which(tmp_path):
+    from tests.conftest import write_quoter_file
+
+    tiny_bundle(tmp_path / "tiny").save(tmp_path / "bundle")
+    rows = [("the cat", "the cat sat on the mat", "home"), ("a dog", "the dog ran home", ""), ("un", "unhappiness", "")]
+    data = write_quoter_file(tmp_path, rows * 3, {"train": [0, 3], "valid": [3, 6], "test": [6, 9]})
+    metrics = {}
+    for runtime in ("torch", "onnx"):
+        out = tmp_path / f"{runtime}.json"
+        args = ["evaluate", "--method", "bundle", "--bundle", tmp_path / "bundle", "--data", data, "--out", out]
+        result = CliRunner().invoke(app, [*map(str, args), "--runtime", runtime])
+        assert result.exit_code == 0, result.output
+        assert f"context encoder runtime: {runtime}" in result.output
+        metrics[runtime] = json.loads(out.read_text())
+    assert metrics["onnx"]["mrr"] == pytest.approx(metrics["torch"]["mrr"], abs=1e-6)
+    assert (tmp_path / "bundle" / "onnx").is_dir()

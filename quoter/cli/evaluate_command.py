@@ -11,11 +11,12 @@ import typer
 
 from quoter.atomic_files import check_output_file, write_json_atomic
 from quoter.baselines.crm import Aggregate
-from quoter.cli.options import PartOption, SplitsOption
+from quoter.cli.options import PartOption, RuntimeOption, SplitsOption
 from quoter.datasets import load_dataset
 from quoter.datasets.example_set import EXAMPLE_DATA
 from quoter.encoders.model_sources import DEFAULT_MODELS, OFFLINE_MODELS, OFFLINE_PREFIX
 from quoter.encoders.pooling import GapMarker, PoolingChoice
+from quoter.encoders.ranker import EncoderRanker
 from quoter.errors import QuoterError
 from quoter.evaluation import evaluate, render_report
 from quoter.evaluation.candidates import read_candidates
@@ -23,6 +24,7 @@ from quoter.evaluation.plot import check_plot_path, write_plot
 from quoter.fusion import FusionRule, HybridRanker
 from quoter.languages import Language, choose_language
 from quoter.methods import METHODS, MethodOptions, build_ranker
+from quoter.serving.runtime_config import ContextRuntime
 
 DEFAULT_OPTIONS = MethodOptions()
 
@@ -90,6 +92,7 @@ def evaluate_command(
     dense_only: Annotated[
         bool, typer.Option("--dense-only", help="bundle: rank by a hybrid bundle's dense score alone, unfused.")
     ] = DEFAULT_OPTIONS.dense_only,
+    runtime: RuntimeOption = ContextRuntime.AUTO,
     candidates: Annotated[
         Optional[Path],
         typer.Option(
@@ -148,8 +151,12 @@ def evaluate_command(
         quotes=None if quotes is None else str(quotes),
         fusion=fusion,
         dense_only=dense_only,
+        runtime=runtime,
     )
     ranker = build_ranker(method, dataset, options)
+    dense = ranker.signals["dense"].ranker if isinstance(ranker, HybridRanker) else ranker
+    if isinstance(dense, EncoderRanker):
+        typer.echo(f"context encoder runtime: {dense.runtime}", err=True)
     if isinstance(ranker, HybridRanker):
         typer.echo(f"fusion ({ranker.fusion.describe()})", err=True)
     built = time.perf_counter()

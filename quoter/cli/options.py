@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from quoter.serving.runtime_config import MAX_MRR_LOSS, ContextRuntime
+
 SplitsOption = Annotated[
     Optional[Path],
     typer.Option(
@@ -19,5 +21,13 @@ PartOption = Annotated[
     Optional[str],
     typer.Option(
         "--part", help="Official QuoteR part whose fixed splits apply: english, modern_chinese, ancient_chinese."
+    ),
+]
+RuntimeOption = Annotated[
+    ContextRuntime,
+    typer.Option(
+        "--runtime",
+        help=f"What runs the context encoder; auto: the fastest whose MRR, measured when it is first exported, is "
+        f"at most {MAX_MRR_LOSS} below float32 torch's.",
     ),
 ]

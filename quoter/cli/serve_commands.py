@@ -8,11 +8,12 @@ from typing import Annotated, Optional
 
 import typer
 
+from quoter.cli.options import RuntimeOption
 from quoter.errors import InputError, QuoterError
 from quoter.languages import Language
 from quoter.serving.index_config import IndexConfig, IndexKind
 from quoter.serving.micro_batching import BatchingConfig
-from quoter.serving.runtime_config import MAX_MRR_LOSS, ContextRuntime
+from quoter.serving.runtime_config import ContextRuntime
 from quoter.serving.schemas import MAX_BATCH
 from quoter.serving.server_limits import ServerLimits, hosts_for_address, is_loopback
 
@@ -42,14 +43,6 @@ StateOption = Annotated[
 ]
 ThreadsOption = Annotated[
     int, typer.Option(min=1, help="CPU threads per encoder call and search (torch, ONNX Runtime, faiss).")
-]
-RuntimeOption = Annotated[
-    ContextRuntime,
-    typer.Option(
-        "--runtime",
-        help=f"What runs the context encoder; auto: the fastest whose MRR, measured when it is first exported, is "
-        f"at most {MAX_MRR_LOSS} below float32 torch's.",
-    ),
 ]
 
 

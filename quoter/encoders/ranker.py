@@ -4,23 +4,37 @@ with its context vector (the paper's Eq. 4 before the softmax, which does not ch
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
-from quoter.encoders.configs import ENCODE_BATCH
-from quoter.encoders.context_encoder import ContextEncoder
+from quoter.encoders.configs import ENCODE_BATCH, ContextEncoderConfig
 from quoter.ranking import Query
 
 
+class ContextVectors(Protocol):
+    """What encodes contexts: the ContextEncoder, or an ONNX Runtime session of it (OnnxContextEncoder)."""
+
+    config: ContextEncoderConfig
+
+    def encode(self, queries: Sequence[Query], batch_size: int = ENCODE_BATCH) -> np.ndarray: ...
+
+
 class EncoderRanker:
-    """A Ranker over a fixed quote matrix (n_quotes, hidden) and a context encoder."""
+    """A Ranker over a fixed quote matrix (n_quotes, hidden) and a context encoder; `runtime` says what runs
+    the encoder (for logs)."""
 
     def __init__(
-        self, context_encoder: ContextEncoder, quote_vectors: np.ndarray, batch_size: int = ENCODE_BATCH
+        self,
+        context_encoder: ContextVectors,
+        quote_vectors: np.ndarray,
+        batch_size: int = ENCODE_BATCH,
+        runtime: str = "torch",
     ) -> None:
         self.context_encoder = context_encoder
         self.quote_vectors = np.ascontiguousarray(quote_vectors, dtype=np.float32)
         self.batch_size = batch_size
+        self.runtime = runtime
 
     def score(self, queries: Sequence[Query]) -> np.ndarray:
         """Inner products of each query's context vector with every quote vector."""

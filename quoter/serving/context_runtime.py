@@ -14,10 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
@@ -25,9 +23,9 @@ from quoter.atomic_files import build_folder_once
 from quoter.bundle import Bundle
 from quoter.datasets import load_dataset
 from quoter.datasets.example_set import EXAMPLE_DATA
-from quoter.encoders.configs import ContextEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.model_sources import cache_dir
+from quoter.encoders.ranker import ContextVectors
 from quoter.errors import QuoterError
 from quoter.languages import Language
 from quoter.metrics import rank_metrics, ranks_from_scores
@@ -41,14 +39,6 @@ QUALITY_FILE = "quality.json"
 CACHE_FOLDER = "onnx"  # in the bundle folder or in $QUOTER_CACHE
 CACHE_FORMAT = 1  # part of the key: raised when the export changes
 CHECK_BANK_QUOTES = 200  # the Chinese check sets: this many quotes of the bank, in its order
-
-
-class ContextVectors(Protocol):
-    """What encodes contexts: ContextEncoder or OnnxContextEncoder."""
-
-    config: ContextEncoderConfig
-
-    def encode(self, queries: Sequence[Query], batch_size: int = 32) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
