@@ -23,7 +23,7 @@ from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.errors import InputError
 from quoter.quote_record import QuoteRecord
 from quoter.serving.quote_store import StoredQuotes, parse_quote_line, quote_line
-from quoter.text_lines import decoded_lines
+from quoter.text_lines import decoded_lines, json_object
 
 QUOTE_SET_FORMAT = "quoter-quotes"
 QUOTE_SET_VERSION = 1
@@ -98,8 +98,9 @@ def read_quote_set(path: Path) -> QuoteSet:
     """Read a set written by `write_quote_set`; anything else is a one-line InputError at path:line."""
     lines = decoded_lines(Path(path), "quote set")
     first = next(lines, None)
-    header = _json(first[1], path, 1) if first is not None else None
-    if not isinstance(header, dict) or header.get("format") != QUOTE_SET_FORMAT:
+    expected = f"the header of a quote set (written by `quoter encode`; format '{QUOTE_SET_FORMAT}')"
+    header = json_object(first[1], path, 1, expected) if first is not None else None
+    if header is None or header.get("format") != QUOTE_SET_FORMAT:
         raise InputError(f"not a quote set (written by `quoter encode`; format '{QUOTE_SET_FORMAT}')", path=path)
     if header.get("version") != QUOTE_SET_VERSION:
         raise InputError(f"quote set version {header.get('version')} is not supported", path=path, line=1)
@@ -108,7 +109,8 @@ def read_quote_set(path: Path) -> QuoteSet:
         raise InputError('expected an integer "dim"', path=path, line=1)
     ids, records, vectors = [], [], []
     for number, text in lines:
-        quote_id, record, vector = parse_quote_line(_json(text, path, number), path, number)
+        item = json_object(text, path, number, 'a quote {"id", "quote", "source", "vector"}')
+        quote_id, record, vector = parse_quote_line(item, path, number)
         if len(vector) != dim:
             raise InputError(f"quote {quote_id}: a vector not of size {dim}", path=path, line=number)
         ids.append(quote_id)
@@ -119,10 +121,3 @@ def read_quote_set(path: Path) -> QuoteSet:
     matrix = np.stack(vectors).astype(np.float32) if vectors else np.zeros((0, dim), np.float32)
     encoder = header.get("encoder")
     return QuoteSet(ids, records, matrix, None if encoder is None else str(encoder))
-
-
-def _json(text: str, path: Path, line: int) -> object:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(f"not valid JSON: {error.msg}", path=path, line=line) from None

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from quoter.errors import InputError
 
@@ -26,6 +28,18 @@ def decoded_lines(path: Path, kind: str = "file") -> Iterator[tuple[int, str]]:
                     f"bytes at column {error.start + 1} are not valid UTF-8", path=path, line=number
                 ) from None
             yield number, text.rstrip("\r\n")
+
+
+def json_object(text: str, path: Path, line: int, expected: str) -> dict[str, Any]:
+    """The JSON object on one line of a JSON lines file; invalid JSON is an InputError at path:line with the
+    parser's complaint, any other JSON value one that says what was `expected`."""
+    try:
+        item = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputError(f"not valid JSON: {error.msg}", path=path, line=line) from None
+    if not isinstance(item, dict):
+        raise InputError(f"expected {expected}", path=path, line=line)
+    return item
 
 
 def check_text(value: str, path: Path, line: int, field: str) -> str:

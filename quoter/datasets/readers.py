@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from quoter.datasets.dataset import QuoteDataset, Sample
 from quoter.datasets.splits import official_splits, read_splits_file
 from quoter.errors import InputError
 from quoter.quote_bank import read_quote_bank_file
-from quoter.text_lines import check_text, decoded_lines
+from quoter.text_lines import check_text, decoded_lines, json_object
 
 JSONL_SUFFIXES = (".jsonl", ".json")
 
@@ -25,12 +24,7 @@ def _parse_tsv_line(text: str, path: Path, number: int) -> tuple[str, str, str]:
 
 
 def _parse_jsonl_line(text: str, path: Path, number: int) -> tuple[str, str, str]:
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(f"not valid JSON: {error.msg}", path=path, line=number) from None
-    if not isinstance(record, dict):
-        raise InputError('expected a JSON object {"left", "quote", "right"}', path=path, line=number)
+    record = json_object(text, path, number, 'a JSON object {"left", "quote", "right"}')
     values = []
     for field in ("left", "quote", "right"):
         value = record.get(field, "")

@@ -8,7 +8,6 @@ evaluation only, after all of the file's own quotes, and full-set ranks never co
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import numpy as np
 from quoter.datasets import QuoteDataset, Sample
 from quoter.errors import InputError
 from quoter.metrics import ranks_from_scores
-from quoter.text_lines import decoded_lines
+from quoter.text_lines import decoded_lines, json_object
 
 
 @dataclass(frozen=True)
@@ -71,12 +70,7 @@ def read_candidates(path: Path, dataset: QuoteDataset) -> Candidates:
 
 
 def _parse_line(text: str, path: Path, number: int) -> tuple[int, list[str]]:
-    try:
-        item = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(f"not valid JSON: {error.msg}", path, number) from None
-    if not isinstance(item, dict):
-        raise InputError('expected a JSON object {"line": N, "candidates": [...]}', path, number)
+    item = json_object(text, path, number, 'a JSON object {"line": N, "candidates": [...]}')
     data_line, candidates = item.get("line"), item.get("candidates")
     if isinstance(data_line, bool) or not isinstance(data_line, int):
         raise InputError("expected the 0-based line number of the data file", path, number, "line")

@@ -9,14 +9,13 @@ heavy (no torch), so the server can rank it offline.
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from pathlib import Path
 
 from quoter.errors import InputError
 from quoter.languages import Language
 from quoter.quote_record import QuoteRecord
-from quoter.text_lines import decoded_lines
+from quoter.text_lines import decoded_lines, json_object
 
 __all__ = ["BANK_FILES", "HEADER", "bank_path", "load_quote_bank", "read_quote_bank_file", "read_quote_list"]
 
@@ -83,14 +82,10 @@ def read_quote_list(path: str | Path) -> list[QuoteRecord]:
     for number, line in decoded_lines(path, "quote list"):
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise InputError(f"not valid JSON: {error.msg}", path, number) from None
-        fields = item if isinstance(item, dict) else {}
-        values = [fields.get(name, "") for name in HEADER]
-        if not isinstance(item, dict) or not all(isinstance(value, str) for value in values):
-            raise InputError('expected {"quote": text, "source": text, "gloss": text}', path, number)
+        expected = '{"quote": text, "source": text, "gloss": text}'
+        values = [json_object(line, path, number, expected).get(name, "") for name in HEADER]
+        if not all(isinstance(value, str) for value in values):
+            raise InputError(f"expected {expected}", path, number)
         records.append(_checked(QuoteRecord(*(value.strip() for value in values)), seen, path, number, False))
     if not records:
         raise InputError("no quotes in the quote list", path)

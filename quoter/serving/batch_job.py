@@ -21,7 +21,7 @@ from quoter.ranking import Query
 from quoter.serving.batch_resume import check_resumable, run_record, run_record_path
 from quoter.serving.live_quotes import ScoredQuote
 from quoter.serving.recommender import Recommender
-from quoter.text_lines import check_text, decoded_lines
+from quoter.text_lines import check_text, decoded_lines, json_object
 
 JSONL_SUFFIXES = (".jsonl", ".json")
 PARTIAL_SUFFIX = ".partial"
@@ -46,12 +46,10 @@ class BatchConfig:
 
 
 def _jsonl_context(text: str, path: Path, number: int) -> BatchContext:
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(f"not valid JSON: {error.msg}", path=path, line=number) from None
-    if not isinstance(record, dict) or "left" not in record:
-        raise InputError('expected a JSON object {"left", "right", "id"} with at least "left"', path=path, line=number)
+    expected = 'a JSON object {"left", "right", "id"} with at least "left"'
+    record = json_object(text, path, number, expected)
+    if "left" not in record:
+        raise InputError(f"expected {expected}", path=path, line=number)
     for field in ("left", "right"):
         if not isinstance(record.get(field, ""), str):
             raise InputError("expected a string", path=path, line=number, field=field)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from quoter.errors import InputError
-from quoter.text_lines import decoded_lines
+from quoter.text_lines import decoded_lines, json_object
 
 QUOTE_COLUMNS = ("quote", "source")
 # Fields an examples record may name its quote by: our own name, or the idiom dictionaries' one.
@@ -91,12 +90,7 @@ def read_examples(
     for number, line in decoded_lines(path):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise InputError(f"not valid JSON: {error.msg}", path=path, line=number) from None
-        if not isinstance(record, dict):
-            raise InputError("expected a JSON object with a quote and an example", path=path, line=number)
+        record = json_object(line, path, number, "a JSON object with a quote and an example")
         quote_field = next((name for name in EXAMPLE_QUOTE_FIELDS if name in record), None)
         if quote_field is None:
             raise InputError(
