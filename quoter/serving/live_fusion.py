@@ -16,7 +16,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from quoter.bundle import Bundle
-from quoter.fusion import Fusion, Signal, fused_scores
+from quoter.fusion import Fusion, HybridRanker, fused_scores
 from quoter.ranking import Query
 from quoter.serving.live_quotes import ScoredQuote, ScoredSet
 
@@ -31,28 +31,29 @@ class LiveFusion:
         self.fusion: Fusion = bundle.fusion
         self._lock = threading.Lock()
         self._version: int | None = None
-        self._signals: dict[str, Signal] = {}
+        self._lexical_ranker = HybridRanker({}, self.fusion)
 
-    def _lexical(self, scored: ScoredSet) -> dict[str, Signal]:
+    def _lexical(self, scored: ScoredSet) -> HybridRanker:
+        """BM25 and CRM over the set's current records (rebuilt only after the set changed)."""
         with self._lock:
             if scored.version != self._version:
-                self._signals = self._bundle.lexical_signals_over(scored.records)
+                self._lexical_ranker = HybridRanker(self._bundle.lexical_signals_over(scored.records), self.fusion)
                 self._version = scored.version
-            return self._signals
+            return self._lexical_ranker
 
     def top(self, queries: Sequence[Query], scored: ScoredSet, ks: Sequence[int]) -> list[list[ScoredQuote]]:
         """For each query, its top ks[i] quotes of `scored` by fused score, best first."""
         if not scored.records:
             return [[] for _ in ks]
-        signals = self._lexical(scored)
-        weighted = {name: signal for name, signal in signals.items() if self.fusion.weights.get(name)}
-        raw = {"dense": scored.scores, **{name: signal.ranker.score(queries) for name, signal in weighted.items()}}
-        covered = {name: signal.covered for name, signal in signals.items()}
-        fused = fused_scores(raw, covered, self.fusion)
+        lexical = self._lexical(scored)
+        raw = {"dense": scored.scores, **lexical.signal_scores(queries)}
+        fused = fused_scores(raw, {name: signal.covered for name, signal in lexical.signals.items()}, self.fusion)
         log_normalizers = logsumexp(scored.scores.astype(np.float64), axis=1)
         results = []
         for k, row, dense, log_normalizer in zip(ks, fused, scored.scores, log_normalizers):
-            best = np.argsort(-row, kind="stable")[:k]
+            # The k best without sorting the whole set: this runs for every request.
+            head = np.argpartition(-row, k - 1)[:k] if k < len(row) else np.arange(len(row))
+            best = head[np.argsort(-row[head], kind="stable")]
             results.append(
                 [
                     ScoredQuote(
