@@ -10,10 +10,11 @@ prints MRR, R@1 and R@10 over the full quote set of:
   mask                 the zero-shot encoder read the paper's way ([MASK] for contexts, [CLS] for quotes);
   native               the zero-shot encoder with the model's native pooling (mean, cosine, e5 prompts);
   native+gloss         the same, each quote read with its gloss (the set's glosses.tsv);
-  hybrid, hybrid-rrf   native+gloss fused with bm25 (over quote, gloss and source) and crm, by z-scores or
-                       reciprocal ranks, the weights fitted on the valid split (`quoter evaluate --method hybrid`);
+  hybrid, hybrid-rrf   native+gloss fused with bm25 (over quote, gloss and source), crm and knn (the encoder's
+                       vectors of the train contexts), by z-scores or reciprocal ranks, the weights fitted on
+                       the valid split (`quoter evaluate --method hybrid`);
   trained,             with --bundle SET=DIR (a bundle `quoter train` wrote from SET's train split): its dense
-  trained+fusion       score alone, and its saved fusion with bm25 and crm (the shipped method);
+  trained+fusion       score alone, and its saved fusion with bm25, crm and knn (the shipped method);
   plain                an independent baseline written here with plain transformers on the same model:
                        mean pooling, cosine, e5 prompts for e5, the gap written as '___'.
 Where the set has a candidate file (zh-modern: candidates.jsonl), multiple-choice accuracy too.

@@ -1,6 +1,6 @@
 """Quoter's server against the service a user would write instead, side by side in one run (a benchmark, not a test).
 
-    python -m benchmarks.versus [--quotes 1000 100000] [--clients 1 8 32] [--requests 200] [--seconds 10]
+    python -m benchmarks.versus [--quotes 1000 100000] [--clients 1 8 32] [--requests 300] [--seconds 10]
                                 [--quoter-option=--threads=2 ...] [--reference-threads 1]
 
 For each quote-set size N it saves an English bundle of the default model (offline:minilm-en) read with its
@@ -11,10 +11,13 @@ transformers float32, mean pooling, faiss flat, FastAPI). This process drives bo
 (benchmarks.server_load):
 
 - latency: one client alternates single requests between the two services, so that load from elsewhere on a
-  shared machine falls on both alike; p50/p95/p99 of each and the ratio of the medians (reference / Quoter);
-- throughput: for each client count c, c concurrent clients send requests to one service for --seconds, then
-  to the other (which goes first alternates from one client count to the next); requests/s of each and
-  their ratio (Quoter / reference), with the latencies under that load.
+  shared machine falls on both alike, and which of the two goes first swaps every round, so that neither
+  always runs right after the other; after WARMUP_ROUNDS uncounted rounds, p50/p95/p99 of each and the
+  ratio of the medians (reference / Quoter);
+- throughput: for each client count c, c concurrent clients send requests to each service for --seconds in
+  two halves, in the order A B B A (A alternates from one client count to the next), so that a drift of
+  the machine's load falls on both alike; requests/s of each and their ratio (Quoter / reference), with
+  the latencies under that load.
 
 Server and clients share this machine's CPUs. The reference uses torch's and faiss's own thread counts (all
 cores), as its author would; on a busy machine those threads wait on each other and its latency grows many
@@ -43,6 +46,7 @@ from quoter.encoders.model_sources import native_pooling
 from quoter.tables import markdown_table
 
 SERVICES = ("quoter", "reference")
+WARMUP_ROUNDS = 20  # alternating rounds before the counted ones: first calls, caches, connection pools
 HEADERS = ["quotes", "clients", "service", "requests", "p50 ms", "p95 ms", "p99 ms", "requests/s", "ratio"]
 
 
@@ -52,16 +56,19 @@ def percentiles(latencies: list[float]) -> list[str]:
 
 
 async def alternating_latencies(urls: dict[str, str], requests: int) -> dict[str, list[float]]:
-    """One client sending `requests` single requests to each service in turn; each one's latencies (s)."""
+    """One client sending `requests` single requests to each service in turn, after WARMUP_ROUNDS uncounted
+    rounds, the first service of each round swapping; each one's latencies (s)."""
     latencies: dict[str, list[float]] = {name: [] for name in urls}
     sessions = {name: session_for(url, 1) for name, url in urls.items()}
     sends = {name: valid_requests() for name in urls}
+    names = list(urls)
     try:
-        for _ in range(requests):
-            for name, session in sessions.items():
+        for number in range(-WARMUP_ROUNDS, requests):
+            for name in names if number % 2 == 0 else names[::-1]:
                 started = time.perf_counter()
-                response = await sends[name](session)
-                latencies[name].append(time.perf_counter() - started)
+                response = await sends[name](sessions[name])
+                if number >= 0:
+                    latencies[name].append(time.perf_counter() - started)
                 if response.status != 200:
                     raise RuntimeError(f"{name} answered {response.status}")
     finally:
@@ -70,15 +77,15 @@ async def alternating_latencies(urls: dict[str, str], requests: int) -> dict[str
     return latencies
 
 
-def throughput(url: str, clients: int, seconds: float) -> tuple[Outcomes, float]:
-    """`clients` concurrent clients sending single requests for `seconds`: their outcomes and requests/s."""
-    outcomes = Outcomes(ok)
+def throughput(url: str, clients: int, seconds: float, outcomes: Outcomes) -> float:
+    """`clients` concurrent clients sending single requests for `seconds`, their outcomes added to `outcomes`;
+    the wall time (s)."""
     started = time.perf_counter()
     asyncio.run(drive(url, [Clients(clients, valid_requests(), outcomes, for_seconds(seconds))]))
     wall = time.perf_counter() - started
     if outcomes.failed:
         raise RuntimeError(f"{outcomes.failed} requests to {url} failed")
-    return outcomes, len(outcomes.latencies) / wall
+    return wall
 
 
 def compare(urls: dict[str, str], quotes: int, args: argparse.Namespace, emit: Callable[[list], None]) -> None:
@@ -91,12 +98,16 @@ def compare(urls: dict[str, str], quotes: int, args: argparse.Namespace, emit: C
         ratio = f"{medians['reference'] / medians['quoter']:.2f}x faster" if name == "quoter" else ""
         emit([f"{quotes:,}", "1 (alternating)", name, len(values), *percentiles(values), "", ratio])
     for number, clients in enumerate(args.clients):
-        order = SERVICES if number % 2 == 0 else SERVICES[::-1]
-        results = {name: throughput(urls[name], clients, args.seconds) for name in order}
+        first, second = SERVICES if number % 2 == 0 else SERVICES[::-1]
+        outcomes = {name: Outcomes(ok) for name in SERVICES}
+        walls = dict.fromkeys(SERVICES, 0.0)
+        for name in (first, second, second, first):
+            walls[name] += throughput(urls[name], clients, args.seconds / 2, outcomes[name])
+        results = {name: (outcomes[name], len(outcomes[name].latencies) / walls[name]) for name in SERVICES}
         for name in SERVICES:
-            outcomes, rate = results[name]
+            outcomes_of, rate = results[name]
             ratio = f"{rate / results['reference'][1]:.2f}x the requests/s" if name == "quoter" else ""
-            row = [f"{quotes:,}", clients, name, len(outcomes.latencies), *percentiles(outcomes.latencies)]
+            row = [f"{quotes:,}", clients, name, len(outcomes_of.latencies), *percentiles(outcomes_of.latencies)]
             emit(row + [f"{rate:.1f}", ratio])
 
 
@@ -109,7 +120,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quotes", type=int, nargs="+", default=[1_000, 100_000], help="quote-set sizes")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32], help="concurrent clients")
-    parser.add_argument("--requests", type=int, default=200, help="alternating requests to each service")
+    parser.add_argument("--requests", type=int, default=300, help="alternating requests to each service")
     parser.add_argument("--seconds", type=float, default=10, help="how long each throughput run sends requests")
     parser.add_argument("--quoter-option", action="append", default=[], help="an option for serve.py (repeatable)")
     parser.add_argument(
@@ -150,7 +161,8 @@ def main() -> None:
     print(
         f"reference: benchmarks.reference_service ({MODEL}, transformers float32, mean pooling, faiss flat; {threads})"
     )
-    runs = f"{args.requests} alternating requests each; {args.seconds:g} s per throughput run"
+    runs = f"{args.requests} alternating requests each after {WARMUP_ROUNDS} uncounted rounds"
+    runs += f"; {args.seconds:g} s per throughput run, in halves A B B A"
     print(f"random unit quote vectors; k = 10; {runs}")
     load = f"load average (1 min) before {load_before[0]:.2f}, after {load_after[0]:.2f}"
     print(f"server and clients on this machine ({os.cpu_count()} CPUs); {load}\n")

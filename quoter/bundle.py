@@ -12,9 +12,11 @@ the settings JSON.
     quotes.jsonl                  {"quote", "source"[, "gloss"]}, one per line; a quote's id is its line number
     quote_vectors.safetensors     {"vectors": float32 (quotes, hidden)}, encoded by the quote encoder
     known_contexts.jsonl          (hybrid bundles) {"left", "right", "quote_id"}: the training contexts CRM reads
+    known_context_vectors.safetensors  (hybrid bundles) {"vectors": float32 (contexts, hidden)}: the known
+                                  contexts encoded by the context encoder, which the knn signal reads
 
-A hybrid bundle (trained with fusion on) also records in bundle.json the fusion of its dense scores with BM25
-and CRM that was fitted on the valid split; its ranker then ranks by that fused score. Version 1 bundles
+A hybrid bundle (trained with fusion on) also records in bundle.json the fusion of its dense scores with BM25,
+CRM and knn that was fitted on the valid split; its ranker then ranks by that fused score. Version 1 bundles
 named their lexicon by a path outside the folder; `quoter bundle upgrade` converts them.
 """
 
@@ -31,11 +33,13 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from quoter.atomic_files import write_folder_atomic
+from quoter.baselines.lexical_index import LexicalConfig
 from quoter.baselines.lexical_signals import lexical_signals
 from quoter.datasets import Sample
 from quoter.encoders.configs import ENCODE_BATCH, ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.model_sources import default_model, load_pretrained, native_pooling
+from quoter.encoders.neighbor_ranker import NeighborRanker
 from quoter.encoders.pooling import GapMarker, PoolingChoice, choose_pooling
 from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.encoders.ranker import ContextVectors, EncoderRanker
@@ -56,8 +60,10 @@ CONTEXT_FOLDER = "context_encoder"
 QUOTE_FOLDER = "quote_encoder"
 QUOTES_FILE = "quotes.jsonl"
 VECTORS_FILE = "quote_vectors.safetensors"
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
 KNOWN_CONTEXTS_FILE = "known_contexts.jsonl"
+KNOWN_VECTORS_FILE = "known_context_vectors.safetensors"
+# Files that can run code when they are loaded: a bundle holding one is refused.
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
 
 
 @dataclass
@@ -70,8 +76,10 @@ class Bundle:
     quotes: list[QuoteRecord]
     quote_vectors: np.ndarray
     info: dict[str, Any] = field(default_factory=dict)  # how it was made: model, settings, metrics
-    fusion: Fusion | None = None  # hybrid bundles: how dense, BM25 and CRM scores are fused
-    known_contexts: list[Sample] = field(default_factory=list)  # hybrid bundles: CRM's training contexts
+    fusion: Fusion | None = None  # hybrid bundles: how dense, BM25, CRM and knn scores are fused
+    known_contexts: list[Sample] = field(default_factory=list)  # hybrid bundles: CRM's and knn's training contexts
+    known_vectors: np.ndarray | None = None  # hybrid bundles: the known contexts' vectors, for knn
+    lexical: LexicalConfig = LexicalConfig()  # hybrid bundles: the BM25 settings of BM25 and CRM
 
     def __post_init__(self) -> None:
         if self.quote_vectors.shape[0] != len(self.quotes):
@@ -96,18 +104,21 @@ class Bundle:
         dense = EncoderRanker(context, vectors, batch_size, name)
         if self.fusion is None:
             return dense
-        return HybridRanker({"dense": Signal(dense), **self.lexical_signals_over(records)}, self.fusion)
+        signals = {"dense": Signal(dense), **self.known_signals_over(records)}
+        return HybridRanker(signals, self.fusion, lambda queries: context.encode(queries, batch_size))
 
-    def lexical_signals_over(self, records: Sequence[QuoteRecord]) -> dict[str, Signal]:
-        """BM25 over `records` and CRM over the known contexts of the quotes (by text) they share with the
-        bundle: the lexical side of a hybrid bundle's ranking of any quote set."""
+    def known_signals_over(self, records: Sequence[QuoteRecord]) -> dict[str, Signal]:
+        """BM25 over `records`, and CRM and knn over the known contexts of the quotes (by text) they share with
+        the bundle: the side of a hybrid bundle's ranking beyond the dense score, for any quote set."""
         id_of = {record.text: index for index, record in enumerate(records)}
-        contexts = [
-            replace(sample, quote_id=id_of[self.quotes[sample.quote_id].text])
-            for sample in self.known_contexts
-            if self.quotes[sample.quote_id].text in id_of
-        ]
-        return lexical_signals(records, contexts, self.language)
+        rows = [row for row, sample in enumerate(self.known_contexts) if self.quotes[sample.quote_id].text in id_of]
+        contexts = [self.known_contexts[row] for row in rows]
+        contexts = [replace(sample, quote_id=id_of[self.quotes[sample.quote_id].text]) for sample in contexts]
+        signals = lexical_signals(records, contexts, self.language, self.lexical)
+        if self.known_vectors is not None and contexts:
+            neighbors = NeighborRanker(len(records), contexts, self.known_vectors[rows])
+            signals["knn"] = Signal(neighbors, neighbors.covered)
+        return signals
 
     def quote_set(self) -> QuoteSet:
         """The bundle's own quotes (ids = line numbers) with their frozen vectors."""
@@ -126,6 +137,9 @@ class Bundle:
                 contexts = ({"left": s.left, "right": s.right, "quote_id": s.quote_id} for s in self.known_contexts)
                 text = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in contexts)
                 (target / KNOWN_CONTEXTS_FILE).write_text(text, encoding="utf-8")
+            if self.fusion is not None and self.known_vectors is not None:
+                known = torch.from_numpy(np.ascontiguousarray(self.known_vectors, dtype=np.float32))
+                save_file({"vectors": known}, str(target / KNOWN_VECTORS_FILE))
             vectors = torch.from_numpy(np.ascontiguousarray(self.quote_vectors, dtype=np.float32))
             save_file({"vectors": vectors}, str(target / VECTORS_FILE))
             settings = {
@@ -153,9 +167,10 @@ class Bundle:
         cls, folder: Path, settings: dict[str, Any], context_encoder: ContextEncoder, quote_encoder: QuoteEncoder
     ) -> Bundle:
         """The bundle in `folder` (its bundle.json `settings` already read) with these encoders: its quotes,
-        their vectors, and a hybrid bundle's fusion and known contexts are read from the folder."""
+        their vectors, and a hybrid bundle's fusion, known contexts and their vectors are read from the folder."""
         quotes = read_quote_records(folder / QUOTES_FILE)
         fusion = None if settings.get("fusion") is None else Fusion.from_json(settings["fusion"])
+        known_contexts = [] if fusion is None else read_known_contexts(folder / KNOWN_CONTEXTS_FILE, len(quotes))
         return cls(
             language=Language(settings["language"]),
             context_encoder=context_encoder,
@@ -164,7 +179,8 @@ class Bundle:
             quote_vectors=load_file(str(folder / VECTORS_FILE))["vectors"].numpy(),
             info=settings.get("info", {}),
             fusion=fusion,
-            known_contexts=[] if fusion is None else read_known_contexts(folder / KNOWN_CONTEXTS_FILE, len(quotes)),
+            known_contexts=known_contexts,
+            known_vectors=None if fusion is None else read_known_vectors(folder, fusion, len(known_contexts)),
         )
 
     @classmethod
@@ -226,6 +242,20 @@ def read_known_contexts(path: Path, n_quotes: int) -> list[Sample]:
             raise InputError(f"quote_id {sample.quote_id} is not a quote of the bundle", path=path, line=number)
         samples.append(sample)
     return samples
+
+
+def read_known_vectors(folder: Path, fusion: Fusion, n_contexts: int) -> np.ndarray | None:
+    """A hybrid bundle's known_context_vectors.safetensors; None where it has none (made before the knn
+    signal, whose fusion then gives knn no weight)."""
+    path = folder / KNOWN_VECTORS_FILE
+    if not path.is_file():
+        if fusion.weights.get("knn"):
+            raise InputError("the fusion weighs the knn signal, and its known context vectors are missing", path=path)
+        return None
+    vectors = load_file(str(path))["vectors"].numpy()
+    if len(vectors) != n_contexts:
+        raise InputError(f"{len(vectors)} vectors for {n_contexts} known contexts", path=path)
+    return vectors
 
 
 def check_bundle_folder(folder: str | Path) -> Path:

@@ -1,19 +1,22 @@
-"""Hybrid ranking: the scores of several rankers (dense, BM25, CRM) fused into one, with weights fitted on
-the valid split.
+"""Hybrid ranking: the scores of several rankers (dense, BM25, CRM, knn) fused into one, with weights fitted
+on the valid split.
 
 Each signal's scores are first made comparable per context: `zscore` standardises them over the quote set,
 `rrf` (reciprocal rank fusion) replaces them by 1 / (RRF_K + rank). A signal may not cover every quote (CRM
 knows only quotes with training contexts, not quotes added later): an uncovered quote gets the signal's
 neutral value for that context (z = 0; the mean reciprocal rank), so it neither gains nor loses by it and is
 ranked by the other signals.
+
+Signals that score context vectors (the dense score, knn) share one encoding of each context.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -53,11 +56,18 @@ class Fusion:
         return cls(FusionRule(data["rule"]), {str(name): float(w) for name, w in data["weights"].items()})
 
 
+@runtime_checkable
+class VectorRanker(Protocol):
+    """A ranker that scores quotes from context vectors, which the hybrid encodes once for all of them."""
+
+    def score_vectors(self, vectors: np.ndarray) -> np.ndarray: ...
+
+
 @dataclass
 class Signal:
     """One ranker of a hybrid and the quotes it covers (None: every quote)."""
 
-    ranker: Ranker
+    ranker: Ranker | VectorRanker
     covered: np.ndarray | None = None  # bool mask over the quote set
 
 
@@ -120,28 +130,59 @@ def fit_fusion(
 
 
 class HybridRanker:
-    """A Ranker whose score is the fusion of its signals' scores."""
+    """A Ranker whose score is the fusion of its signals' scores; `encode` gives the context vectors that its
+    VectorRanker signals score (None: the caller passes them)."""
 
-    def __init__(self, signals: Mapping[str, Signal], fusion: Fusion) -> None:
+    def __init__(
+        self,
+        signals: Mapping[str, Signal],
+        fusion: Fusion,
+        encode: Callable[[Sequence[Query]], np.ndarray] | None = None,
+    ) -> None:
         self.signals = dict(signals)
         self.fusion = fusion
+        self.encode = encode
 
-    def signal_scores(self, queries: Sequence[Query]) -> dict[str, np.ndarray]:
-        """Each weighted signal's raw scores for the queries."""
-        weighted = (name for name, weight in self.fusion.weights.items() if weight and name in self.signals)
-        return {name: self.signals[name].ranker.score(queries) for name in weighted}
+    def signal_scores(
+        self, queries: Sequence[Query], vectors: np.ndarray | None = None, names: Sequence[str] | None = None
+    ) -> dict[str, np.ndarray]:
+        """The raw scores of the named signals (default: the weighted ones) for the queries, whose context
+        vectors are `vectors` or, when a signal needs them, encoded here once."""
+        if names is None:
+            names = [name for name, weight in self.fusion.weights.items() if weight and name in self.signals]
+        scores = {}
+        for name in names:
+            ranker = self.signals[name].ranker
+            if isinstance(ranker, VectorRanker):
+                if vectors is None:
+                    if self.encode is None:
+                        raise ValueError(f"signal {name} scores context vectors, and the hybrid has no encoder")
+                    vectors = self.encode(queries)
+                scores[name] = ranker.score_vectors(vectors)
+            else:
+                scores[name] = ranker.score(queries)
+        return scores
 
     def score(self, queries: Sequence[Query]) -> np.ndarray:
         """The fused score of every quote for each query."""
-        covered = {name: signal.covered for name, signal in self.signals.items()}
-        return fused_scores(self.signal_scores(queries), covered, self.fusion)
+        return fused_scores(self.signal_scores(queries), self.covered(), self.fusion)
+
+    def covered(self) -> dict[str, np.ndarray | None]:
+        """Which quotes each signal covers."""
+        return {name: signal.covered for name, signal in self.signals.items()}
 
 
 def fit_hybrid(
-    signals: Mapping[str, Signal], queries: Sequence[Query], gold: Sequence[int], rule: FusionRule
-) -> tuple[HybridRanker, float]:
+    signals: Mapping[str, Signal],
+    queries: Sequence[Query],
+    gold: Sequence[int],
+    rule: FusionRule,
+    encode: Callable[[Sequence[Query]], np.ndarray] | None = None,
+) -> tuple[HybridRanker, dict[str, float]]:
     """A HybridRanker over `signals` with the fusion fitted on the queries and their gold quote ids, and the
-    fitted MRR on them."""
-    raw = {name: signal.ranker.score(queries) for name, signal in signals.items()}
-    fusion, mrr = fit_fusion(raw, gold, rule, {name: s.covered for name, s in signals.items()})
-    return HybridRanker(signals, fusion), mrr
+    MRRs on them: `fused`, and each signal's alone."""
+    ranker = HybridRanker(signals, Fusion(rule), encode)
+    raw = ranker.signal_scores(queries, names=list(signals))
+    ranker.fusion, fused = fit_fusion(raw, gold, rule, ranker.covered())
+    alone = {name: float(np.mean(1.0 / ranks_from_scores(scores, gold))) for name, scores in raw.items()}
+    return ranker, {"fused": fused, **alone}

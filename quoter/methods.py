@@ -9,14 +9,13 @@ from typing import TYPE_CHECKING
 
 from quoter.baselines import BM25Ranker, CRMRanker, LexicalConfig
 from quoter.baselines.crm import Aggregate
-from quoter.baselines.lexical_signals import lexical_signals
 from quoter.datasets import QuoteDataset
 from quoter.encoders.configs import ENCODE_BATCH
 from quoter.encoders.pooling import GapMarker, PoolingChoice
 from quoter.errors import InputError, QuoterError
-from quoter.fusion import FusionRule, Signal, fit_hybrid
+from quoter.fusion import FusionRule
 from quoter.languages import Language
-from quoter.ranking import Query, Ranker
+from quoter.ranking import Ranker
 from quoter.serving.runtime_config import ContextRuntime
 
 if TYPE_CHECKING:
@@ -52,11 +51,16 @@ def _crm(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
 
 
 def _encoder(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
+    bundle = _zero_shot(dataset, options)
+    return bundle.ranker_over(bundle.quotes, bundle.quote_vectors, options.encode_batch_size, _runtime(bundle, options))
+
+
+def _zero_shot(dataset: QuoteDataset, options: MethodOptions) -> Bundle:
+    """One pretrained model for both encoders, without sememes (untrained sememe embeddings are noise)."""
     # Imported here: torch and transformers take seconds to import, which every other command would pay.
     from quoter.bundle import Bundle
 
-    # Zero-shot: one pretrained model serves both encoders, without sememes (untrained sememe embeddings are noise).
-    bundle = Bundle.zero_shot(
+    return Bundle.zero_shot(
         options.lang,
         dataset.quote_records(),
         options.model,
@@ -65,7 +69,6 @@ def _encoder(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
         options.gap,
         options.encode_batch_size,
     )
-    return bundle.ranker_over(bundle.quotes, bundle.quote_vectors, options.encode_batch_size, _runtime(bundle, options))
 
 
 def _bundle(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
@@ -100,14 +103,16 @@ def _runtime(bundle: Bundle, options: MethodOptions, folder: Path | None = None)
 
 
 def _hybrid(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
+    from quoter.hybrid_bundle import make_hybrid
+
     valid = dataset.split("valid")
     if not valid:
         raise InputError("hybrid fits its fusion on the valid split, which is empty", path=dataset.path)
-    lexical = lexical_signals(dataset.quote_records(), dataset.split("train"), options.lang, options.lexical)
-    signals = {"dense": Signal(_encoder(dataset, options)), **lexical}
-    queries = [Query(sample.left, sample.right) for sample in valid]
-    ranker, _ = fit_hybrid(signals, queries, [sample.quote_id for sample in valid], options.fusion)
-    return ranker
+    # The zero-shot bundle of `encoder`, made hybrid over the train split's contexts.
+    bundle = _zero_shot(dataset, options)
+    bundle.lexical = options.lexical
+    make_hybrid(bundle, dataset.split("train"), valid, options.fusion, options.encode_batch_size)
+    return bundle.ranker_over(bundle.quotes, bundle.quote_vectors, options.encode_batch_size, _runtime(bundle, options))
 
 
 METHODS: dict[str, Callable[[QuoteDataset, MethodOptions], Ranker]] = {

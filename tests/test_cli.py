@@ -120,6 +120,6 @@ def test_evaluate_hybrid_fits_its_fusion_on_valid_and_reports_it(planted, tmp_pa
     result = quoter("evaluate", "--method", "hybrid", "--data", str(planted), "--model", str(model), "--out", str(out))
     assert result.returncode == 0, result.stderr
     # The tiny model is untrained noise, while CRM finds every planted context: the fit must lean on CRM.
-    crm_weight = re.search(r"fusion \(zscore: dense 1, bm25 [0-9.]+, crm ([0-9.]+)\)", result.stderr)
+    crm_weight = re.search(r"fusion \(zscore: dense 1, bm25 [0-9.]+, crm ([0-9.]+), knn [0-9.]+\)", result.stderr)
     assert crm_weight is not None and float(crm_weight.group(1)) > 0
     assert json.loads(out.read_text())["mrr"] == 1.0

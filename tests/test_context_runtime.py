@@ -18,7 +18,14 @@ from quoter.encoders.onnx_export import export_onnx, quantize_onnx_int8
 from quoter.encoders.pooling import GapMarker, Pooling, PoolingMode
 from quoter.languages import Language
 from quoter.ranking import Query
-from quoter.serving.context_runtime import GRAPH_FILES, QUALITY_FILE, choose_runtime, content_key, exported_graphs
+from quoter.serving.context_runtime import (
+    GRAPH_FILES,
+    QUALITY_FILE,
+    check_set,
+    choose_runtime,
+    content_key,
+    exported_graphs,
+)
 from quoter.serving.recommender import Recommender, RecommenderConfig
 from quoter.serving.runtime_config import ContextRuntime
 from tests.encoder_fixtures import tiny_model, tiny_tokenizer
@@ -57,7 +64,7 @@ def test_auto_runs_the_fastest_runtime_whose_recorded_mrr_loss_is_small(tmp_path
     graphs = exported_graphs(bundle, tmp_path)
     assert graphs.parent == tmp_path / "onnx"  # beside the bundle, whose folder can be written
     recorded = json.loads((graphs / QUALITY_FILE).read_text(encoding="utf-8"))
-    assert recorded["onnx"]["check_set"] == "example-set" and recorded["onnx"]["mean_cosine"] > 0.9999
+    assert recorded["onnx"]["check_set"] == check_set(Language.EN).name and recorded["onnx"]["mean_cosine"] > 0.9999
     assert chosen.name == "onnx-int8" and chosen.quality.mrr == recorded["onnx-int8"]["mrr"]
     assert "onnx-int8 (MRR" in chosen.describe()
 
@@ -76,7 +83,8 @@ def test_the_cache_follows_the_encoders_content_and_a_bundle_without_a_folder_us
     graphs = exported_graphs(bundle, None)
     assert graphs.parent == tmp_path / "cache" / "onnx"
     assert exported_graphs(bundle, None) == graphs
-    key = content_key(bundle.context_encoder, "example-set")
+    english = check_set(Language.EN).name
+    key = content_key(bundle.context_encoder, english)
     assert graphs.name == key and content_key(bundle.context_encoder, "zh-bank-glosses") != key
     encoder = bundle.context_encoder
     assert content_key(ContextEncoder(encoder.model, encoder.tokenizer, ContextEncoderConfig(max_length=16)), "") != (
@@ -84,7 +92,7 @@ def test_the_cache_follows_the_encoders_content_and_a_bundle_without_a_folder_us
     )
     with torch.no_grad():
         encoder.model.embeddings.word_embeddings.weight[5] += 1.0
-    assert content_key(encoder, "example-set") != key
+    assert content_key(encoder, english) != key
     assert sorted(path.name for path in graphs.iterdir()) == sorted([*GRAPH_FILES.values(), QUALITY_FILE])
 
 
@@ -126,3 +134,24 @@ def test_quoter_evaluate_ranks_a_bundle_on_the_runtime_asked_for_and_says_which(
         metrics[runtime] = json.loads(out.read_text())
     assert metrics["onnx"]["mrr"] == pytest.approx(metrics["torch"]["mrr"], abs=1e-6)
     assert (tmp_path / "bundle" / "onnx").is_dir()
+
+
+def test_the_english_check_set_is_the_example_set_and_every_bank_quote_found_from_its_gloss():
+    from quoter.quote_bank import load_quote_bank
+
+    check, bank = check_set(Language.EN), load_quote_bank(Language.EN)
+    assert len(check.queries) == 126 + len(bank) and len(check.gold) == len(check.queries)
+    assert len(set(check.quotes)) == len(check.quotes)
+    for query, gold, record in zip(check.queries[126:], check.gold[126:], bank):
+        assert query == Query(record.gloss, "") and check.quotes[gold] == record.text
+
+
+def test_contexts_are_encoded_in_calls_that_pad_as_little_as_they_cost():
+    from quoter.encoders.onnx_context_encoder import least_padding_calls
+
+    # One call of 8 pads to 27 tokens (216); three calls cost 3 x 10 but pad to 28 + 88 + 54 tokens.
+    assert least_padding_calls([13, 14, 17, 21, 21, 22, 26, 27], 64, 10) == [2, 6, 8]
+    assert least_padding_calls([20] * 10, 64, 10) == [10]  # equal lengths: one call
+    assert least_padding_calls([20] * 10, 4, 10) == [2, 6, 10]  # never more than `most` rows a call
+    assert least_padding_calls([5, 100], 64, 0) == [1, 2] and least_padding_calls([5, 100], 64, 1000) == [2]
+    assert least_padding_calls([], 64, 10) == [] and least_padding_calls([7], 64, 10) == [1]

@@ -50,12 +50,16 @@ def test_a_single_item_is_not_stuck_behind_large_submissions():
     assert all(len(call) <= 8 and sum(tokens[name] for name in call) <= 64 for call in calls)
 
 
-def test_an_item_over_the_token_budget_runs_alone():
-    calls: list[list[str]] = []
+def unblocked_batcher(calls: list[list[str]], config: BatchingConfig) -> MicroBatcher:
+    """A batcher whose calls are recorded in `calls` and never held back; an item's tokens are its second part."""
     first_running, release = threading.Event(), threading.Event()
     release.set()
-    config = BatchingConfig(max_batch=8, max_wait_ms=50, max_batch_tokens=64)
-    batcher = MicroBatcher(recording_process(calls, first_running, release), config, tokens=lambda item: item[1])
+    return MicroBatcher(recording_process(calls, first_running, release), config, tokens=lambda item: item[1])
+
+
+def test_an_item_over_the_token_budget_runs_alone():
+    calls: list[list[str]] = []
+    batcher = unblocked_batcher(calls, BatchingConfig(max_batch=8, max_wait_ms=50, max_batch_tokens=64))
 
     async def drive():
         results = await asyncio.gather(batcher.submit([("long", 100)]), batcher.submit([("a", 30), ("b", 30)]))
@@ -64,3 +68,26 @@ def test_an_item_over_the_token_budget_runs_alone():
 
     assert asyncio.run(drive()) == [["LONG"], ["A", "B"]]
     assert calls == [["long"], ["a", "b"]]
+
+
+def test_a_lone_submission_runs_at_once_and_returning_submitters_are_waited_for():
+    calls: list[list[str]] = []
+    batcher = unblocked_batcher(calls, BatchingConfig(max_batch=8, max_wait_ms=2000, max_batch_tokens=64))
+
+    async def drive():
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        alone = await batcher.submit([("alone", 1)])  # nothing else is waiting or was served: no wait
+        alone_s = loop.time() - started
+        await asyncio.gather(batcher.submit([("a", 1)]), batcher.submit([("b", 1)]))  # one call served two
+        # So the next call waits (at most max_wait_ms) for a second submitter before it runs.
+        first = asyncio.create_task(batcher.submit([("c", 1)]))
+        await asyncio.sleep(0.05)
+        second = await batcher.submit([("d", 1)])
+        await batcher.close()
+        return alone, alone_s, await first, second
+
+    alone, alone_s, first, second = asyncio.run(drive())
+    assert (alone, first, second) == (["ALONE"], ["C"], ["D"])
+    assert alone_s < 1.0
+    assert calls == [["alone"], ["a", "b"], ["c", "d"]]

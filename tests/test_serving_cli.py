@@ -119,4 +119,4 @@ def test_limit_options_reach_the_server(served, english_bundle):
     with TestClient(calls["app"], base_url=LOOPBACK_URL) as client:
         assert client.get("/health").status_code == 400  # --allowed-host replaces the loopback names
     result, _ = served("--bundle", english_bundle, "--max-queue", 10)  # less than one full batch request
-    assert result.exit_code != 0 and "--max-queue" in result.output
+    assert str(result.exception) == "limits.max_queued_contexts: must be at least 64, got 10"

@@ -1,5 +1,5 @@
-"""A hybrid bundle served: the server ranks by the bundle's fused score, and a quote added at run time,
-which has no training contexts, is still found by the dense score and BM25."""
+"""A hybrid bundle served: the server ranks by the bundle's fused score (dense, BM25, CRM and knn), and a
+quote added at run time, which has no training contexts, is still found by the dense score and BM25."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.serving_fixtures import tiny_bundle
 
 # Weights large enough that the planted lexical evidence outweighs the tiny model's random dense scores
 # (a z-score over 6 quotes is at most about 2.2).
-FUSION = Fusion(weights={"dense": 1.0, "bm25": 3.0, "crm": 5.0})
+FUSION = Fusion(weights={"dense": 1.0, "bm25": 3.0, "crm": 5.0, "knn": 1.0})
 KNOWN = [Sample("my pet", 0, "purred", 1), Sample("the farm animal", 1, "barked at me", 2)]
 
 
@@ -24,6 +24,7 @@ KNOWN = [Sample("my pet", 0, "purred", 1), Sample("the farm animal", 1, "barked 
 def hybrid(tmp_path) -> Bundle:
     bundle = tiny_bundle(tmp_path / "tok")
     bundle.fusion, bundle.known_contexts = FUSION, list(KNOWN)
+    bundle.known_vectors = bundle.context_encoder.encode([Query(sample.left, sample.right) for sample in KNOWN])
     bundle.save(tmp_path / "bundle")
     return Bundle.load(tmp_path / "bundle")
 
@@ -39,6 +40,9 @@ def test_the_server_ranks_a_hybrid_bundle_as_evaluation_does(hybrid):
     dense = softmax(hybrid.context_encoder.encode(queries) @ hybrid.quote_vectors.T, axis=1)
     np.testing.assert_allclose([r.probability for r in found[0]], dense[0, [r.id for r in found[0]]], rtol=1e-4)
     assert [found[0][0].id, found[1][0].id] == [0, 1]  # CRM: the quotes of the known contexts
+    # knn counts: without it the fused scores differ.
+    hybrid.known_vectors = None
+    assert not np.allclose(hybrid.ranker().score(queries), expected)
 
 
 def test_a_quote_added_at_run_time_is_ranked_without_training_contexts(hybrid, tmp_path):

@@ -120,6 +120,57 @@ def test_hard_negatives_are_the_quotes_nearest_the_gold_quote_in_the_mined_vecto
     assert first[0] in {5, 7, 8} and sorted(first[1:]) == [2, 3]
 
 
+def test_hard_negatives_can_pass_over_the_nearest_quotes():
+    pool = np.array([0, 2, 3, 5, 7, 8])
+    positions = np.array([0.0, 1.0, 2.0, 10.0, 11.0, 30.0])
+    vectors = np.stack([np.cos(positions / 20), np.sin(positions / 20)], axis=1)
+    sampler = NegativeSampler(pool, NegativeConfig(count=2, hard=2, hard_pool=2, hard_skip=1), seed=0)
+    sampler.mine(vectors, epoch=0)
+    # Quote 0's nearest are 2, 3, 5, 7: the nearest (2) is passed over, then 3 and 5.
+    assert [sorted(row) for row in sampler.sample([0, 1], [0, 8], epoch=0).tolist()] == [[3, 5], [3, 5]]
+
+
+def test_lower_layers_can_be_frozen_and_the_quote_encoder_given_its_own_learning_rate(tmp_path):
+    config = tiny_config(tmp_path, **{"model.freeze_layers": "1", "joint.quote_lr": "1e-3"})
+    encoders = build_encoders(config, Language.EN)
+    for encoder in (encoders.context, encoders.quote):
+        model = encoder.model
+        assert not any(p.requires_grad for p in model.embeddings.parameters())
+        assert not any(p.requires_grad for p in model.encoder.layer[0].parameters())
+        assert all(p.requires_grad for p in model.encoder.layer[1].parameters())
+    data = training_data(tmp_path / "d")
+    negatives = NegativeSampler(data.train_quote_ids, config.negatives, seed=1)
+    module = JointModule(encoders.context, encoders.quote, data, config.joint, negatives)
+    context_group, quote_group = module.parameter_groups()
+    assert quote_group["lr"] == 1e-3 and "lr" not in context_group
+    assert {id(p) for p in quote_group["params"]} == {id(p) for p in encoders.quote.parameters() if p.requires_grad}
+    too_many = tiny_config(tmp_path, **{"model.freeze_layers": "99"})
+    with pytest.raises(QuoterError, match="freeze_layers: the model has"):
+        build_encoders(too_many, Language.EN)
+
+
+def test_the_vector_cache_adds_every_other_train_quote_to_the_softmax_without_gradients(tmp_path):
+    data = training_data(tmp_path / "d")
+    config = tiny_config(tmp_path, **{"negatives.count": "3", "negatives.cache": "true"})
+    encoders = build_encoders(config, Language.EN)
+    negatives = NegativeSampler(data.train_quote_ids, config.negatives, seed=1)
+    module = JointModule(encoders.context, encoders.quote, data, config.joint, negatives)
+    module.eval()
+    pool = negatives.pool.tolist()
+    negatives.mine(encoders.quote.encode([data.quotes[q] for q in pool]), epoch=0)
+    ids = torch.arange(4)
+    cached_loss = module.batch_loss(ids, epoch=0)
+    # The loss over all train quotes, computed directly: the gold quote's softmax over the whole pool.
+    with torch.no_grad():
+        contexts = module.train_context_vectors(ids)
+        scores = contexts @ negatives.cached_vectors.T
+        gold_rows = [pool.index(data.train[i].quote_id) for i in ids.tolist()]
+        expected = torch.nn.functional.cross_entropy(scores, torch.tensor(gold_rows))
+    assert float(cached_loss.detach()) == pytest.approx(float(expected), rel=1e-4)
+    cached_loss.backward()
+    assert negatives.cached_vectors.grad is None  # the cache carries no gradient to the quote encoder
+
+
 def test_in_batch_sampler_never_repeats_a_quote_in_a_batch():
     quote_ids = [0] * 9 + [1] * 5 + list(range(2, 30))
     batches = shuffled_batches(quote_ids, batch_size=8, seed=3, epoch=1, distinct=True)
@@ -166,15 +217,16 @@ def _joint_run(tmp_path, config, folder, kill_at=None):
 WORD_EMBEDDINGS = "context_encoder.model.embeddings.word_embeddings.weight"
 
 
-@pytest.mark.parametrize(("accumulate", "kill_at", "freeze"), [(1, 15, False), (2, 9, True)])
-def test_an_interrupted_run_resumes_to_the_same_weights(tmp_path, accumulate, kill_at, freeze):
+@pytest.mark.parametrize(("accumulate", "kill_at", "freeze", "cache"), [(1, 15, False, False), (2, 9, True, True)])
+def test_an_interrupted_run_resumes_to_the_same_weights(tmp_path, accumulate, kill_at, freeze, cache):
     # 96 samples in batches of 8: 12 batches an epoch; checkpoints every 2 optimizer steps; killed in the
     # middle of the second epoch (after its hard negatives were mined again), so it resumes from the step
     # before. With gradients accumulated over 2 batches, no checkpoint may fall between the two.
-    # Dropout is on, so the random number generators must be restored too.
+    # Dropout is on, so the random number generators must be restored too; so must the epoch's vector cache.
     settings = {"joint.epochs": "2", "joint.batch_size": "8", "negatives.in_batch": "true", "negatives.hard": "1"}
     settings["run.accumulate_grad_batches"] = str(accumulate)
     settings["model.freeze_word_embeddings"] = str(freeze).lower()
+    settings["negatives.cache"] = str(cache).lower()
     config = tiny_config(tmp_path, dropout=0.1, **settings)
     straight = _joint_run(tmp_path, config, tmp_path / "straight")
     # Killed twice at the same step: the resumed run must not leave a checkpoint behind mid-accumulation.
@@ -225,6 +277,10 @@ def test_a_hybrid_bundle_keeps_its_fitted_fusion_and_known_contexts(tmp_path):
     loaded = Bundle.load(config.run.output)
     assert loaded.fusion == bundle.fusion and loaded.known_contexts == bundle.known_contexts
     assert len(loaded.known_contexts) == 96
+    # knn's vectors are the known contexts encoded by the trained context encoder.
+    known = [Query(sample.left, sample.right) for sample in bundle.known_contexts]
+    np.testing.assert_allclose(loaded.known_vectors, bundle.context_encoder.encode(known), rtol=1e-5, atol=1e-6)
+    assert set(fitted["valid_mrr_alone"]) == {"dense", "bm25", "crm", "knn"}
     queries = [Query("the cat", "a ."), Query("dog", "")]
     np.testing.assert_allclose(loaded.ranker().score(queries), bundle.ranker().score(queries), rtol=1e-5, atol=1e-6)
     assert [bundle_texts(loaded)[row] for row in loaded.ranker().score(queries).argmax(axis=1)] == [

@@ -11,17 +11,16 @@ import typer
 from quoter.atomic_files import check_output_file
 from quoter.errors import QuoterError
 
+QUOTE_LIST_HELP = (
+    'Quote list: TSV quote<TAB>source[<TAB>gloss] (header line optional), or JSON lines {"quote", "source", "gloss"} '
+    "(.jsonl)."
+)
+
 
 def encode_command(
     bundle: Annotated[Path, typer.Option(help="Bundle folder whose quote encoder makes the vectors.")],
     out: Annotated[Path, typer.Option(help="The quote set file to write (JSON lines).")],
-    quotes: Annotated[
-        Optional[Path],
-        typer.Option(
-            help="Quote list: TSV quote<TAB>source[<TAB>gloss] (header line optional), or JSON lines "
-            '{"quote", "source", "gloss"} (.jsonl).'
-        ),
-    ] = None,
+    quotes: Annotated[Optional[Path], typer.Option(help=QUOTE_LIST_HELP)] = None,
     data: Annotated[
         Optional[Path],
         typer.Option(help="Instead of --quotes: the distinct quotes of a QuoteR TSV or JSONL data file."),

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -11,88 +11,76 @@ import typer
 
 from quoter.atomic_files import check_output_file, write_json_atomic
 from quoter.baselines.crm import Aggregate
-from quoter.cli.options import PartOption, RuntimeOption, SplitsOption
+from quoter.cli.options import QUOTE_SET_HELP, RUNTIME_HELP, CommandSettings, PartOption, SplitsOption
 from quoter.datasets import load_dataset
 from quoter.datasets.example_set import EXAMPLE_DATA
 from quoter.encoders.model_sources import DEFAULT_MODELS, OFFLINE_MODELS, OFFLINE_PREFIX
 from quoter.encoders.pooling import GapMarker, PoolingChoice
 from quoter.encoders.ranker import EncoderRanker
-from quoter.errors import QuoterError
 from quoter.evaluation import evaluate, render_report
 from quoter.evaluation.candidates import read_candidates
 from quoter.evaluation.plot import check_plot_path, write_plot
+from quoter.evaluation.settings import EvaluateSettings, Split
 from quoter.fusion import FusionRule, HybridRanker
 from quoter.languages import Language, choose_language
-from quoter.methods import METHODS, MethodOptions, build_ranker
+from quoter.methods import METHODS, build_ranker
 from quoter.serving.runtime_config import ContextRuntime
 
-DEFAULT_OPTIONS = MethodOptions()
-
-
-class Split(str, Enum):
-    TEST = "test"
-    VALID = "valid"
+SETTINGS = CommandSettings(EvaluateSettings, "crm_aggregate=sum", "YAML settings of the evaluation.")
+ConfigOption, SetOption = SETTINGS.config_option, SETTINGS.set_option
+MODEL_HELP = (
+    "encoder: Hugging Face model name, local model folder, or an offline name "
+    f"({', '.join(OFFLINE_PREFIX + name for name in OFFLINE_MODELS)}). Default per language: "
+    + ", ".join(f"{language.value} {name}" for language, name in DEFAULT_MODELS.items())
+)
+POOLING_HELP = (
+    "encoder: the model's native pooling (mean and cosine for the offline models), the paper's (context at the "
+    "[MASK] in the gap, quote at [CLS]), BERT-Sim's [CLS], or mean pooling"
+)
+FUSION_HELP = (
+    "hybrid: how the encoder's, BM25's and CRM's scores are made comparable before their weighted sum (z-scores, "
+    "or reciprocal rank fusion); the weights are fitted on the valid split"
+)
 
 
 def evaluate_command(
-    method: Annotated[str, typer.Option(help=f"Recommendation method: {', '.join(METHODS)}.")] = "bm25",
+    context: typer.Context,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+    method: str = SETTINGS.option("method", f"Recommendation method: {', '.join(METHODS)}"),
     data: Annotated[
         Optional[Path],
         typer.Option(help="QuoteR TSV or JSONL file. Default: the small built-in example set of English proverbs."),
     ] = None,
     splits: SplitsOption = None,
     part: PartOption = None,
-    split: Annotated[Split, typer.Option(help="Which split's contexts to rank.")] = Split.TEST,
-    left_only: Annotated[
-        bool, typer.Option("--left-only", help="Drop the right context (autocomplete; the paper's Appendix B).")
-    ] = False,
-    lang: Annotated[
-        Optional[Language],
-        typer.Option(help="Language for lexical methods. Default: the part's language, else guessed from the quotes."),
-    ] = None,
-    crm_aggregate: Annotated[
-        Aggregate, typer.Option(help="crm: how the scores of a quote's training contexts are combined.")
-    ] = Aggregate.MAX,
-    model: Annotated[
-        Optional[str],
-        typer.Option(
-            help="encoder: Hugging Face model name, local model folder, or an offline name "
-            f"({', '.join(OFFLINE_PREFIX + name for name in OFFLINE_MODELS)}). Default per language: "
-            + ", ".join(f"{language.value} {name}" for language, name in DEFAULT_MODELS.items())
-            + "."
-        ),
-    ] = None,
-    context_pooling: Annotated[
-        PoolingChoice,
-        typer.Option(
-            help="encoder: the model's native pooling (mean and cosine for the offline models), the paper's "
-            "(context at the [MASK] in the gap, quote at [CLS]), BERT-Sim's [CLS], or mean pooling."
-        ),
-    ] = DEFAULT_OPTIONS.pooling,
-    gap: Annotated[
-        Optional[GapMarker],
-        typer.Option(
-            help="encoder, mean pooling: what stands in the gap (mask token, '___', nothing). Default: the model's."
-        ),
-    ] = None,
+    split: Split = SETTINGS.option("split", "Which split's contexts to rank"),
+    left_only: bool = SETTINGS.option(
+        "left_only", "Drop the right context: autocomplete, the paper's Appendix B", "--left-only"
+    ),
+    lang: Optional[Language] = SETTINGS.option(
+        "lang", "Language for lexical methods. Default: the part's language, else guessed from the quotes"
+    ),
+    crm_aggregate: Aggregate = SETTINGS.option(
+        "crm_aggregate", "crm: how the scores of a quote's training contexts are combined"
+    ),
+    model: Optional[str] = SETTINGS.option("model", MODEL_HELP),
+    context_pooling: PoolingChoice = SETTINGS.option("pooling", POOLING_HELP, "--context-pooling"),
+    gap: Optional[GapMarker] = SETTINGS.option(
+        "gap", "encoder, mean pooling: what stands in the gap (mask token, '___', nothing). Default: the model's"
+    ),
     glosses: Annotated[
         Optional[Path],
         typer.Option(help="Quote list quote<TAB>source<TAB>gloss giving the data file's quotes their glosses."),
     ] = None,
-    gloss: Annotated[
-        bool, typer.Option("--gloss/--no-gloss", help="encoder: read each quote with its gloss (see --glosses).")
-    ] = DEFAULT_OPTIONS.gloss,
-    fusion: Annotated[
-        FusionRule,
-        typer.Option(
-            help="hybrid: how the encoder's, BM25's and CRM's scores are made comparable before their weighted "
-            "sum (z-scores, or reciprocal rank fusion); the weights are fitted on the valid split."
-        ),
-    ] = DEFAULT_OPTIONS.fusion,
-    dense_only: Annotated[
-        bool, typer.Option("--dense-only", help="bundle: rank by a hybrid bundle's dense score alone, unfused.")
-    ] = DEFAULT_OPTIONS.dense_only,
-    runtime: RuntimeOption = ContextRuntime.AUTO,
+    gloss: bool = SETTINGS.option(
+        "gloss", "encoder: read each quote with its gloss, given by --glosses", "--gloss/--no-gloss"
+    ),
+    fusion: FusionRule = SETTINGS.option("fusion", FUSION_HELP),
+    dense_only: bool = SETTINGS.option(
+        "dense_only", "bundle: rank by a hybrid bundle's dense score alone, unfused", "--dense-only"
+    ),
+    runtime: ContextRuntime = SETTINGS.option("runtime", RUNTIME_HELP),
     candidates: Annotated[
         Optional[Path],
         typer.Option(
@@ -100,17 +88,9 @@ def evaluate_command(
             "the data file); reports how often the gold quote beats the other candidates."
         ),
     ] = None,
-    bundle: Annotated[
-        Optional[Path], typer.Option(help="bundle: folder of a bundle written by `quoter train`.")
-    ] = None,
-    quotes: Annotated[
-        Optional[Path],
-        typer.Option(
-            help="bundle: a quote set written by `quoter encode` with the bundle, whose vectors are used for the "
-            "quotes it holds. Default: the bundle's own quotes."
-        ),
-    ] = None,
-    batch_size: Annotated[int, typer.Option(min=1, help="Contexts scored at once.")] = 256,
+    bundle: Optional[Path] = SETTINGS.option("bundle", "bundle: folder of a bundle written by `quoter train`"),
+    quotes: Optional[Path] = SETTINGS.option("quotes", f"bundle: {QUOTE_SET_HELP}"),
+    batch_size: int = SETTINGS.option("batch_size", "Contexts scored at once"),
     out: Annotated[Optional[Path], typer.Option(help="Write the metrics as JSON to this file.")] = None,
     plot: Annotated[
         Optional[Path],
@@ -121,8 +101,8 @@ def evaluate_command(
     ] = None,
 ) -> None:
     """Evaluate a method with MRR, NDCG@5, Recall@1/10/100 and rank statistics over the full quote set."""
-    if method not in METHODS:
-        raise QuoterError(f"unknown method '{method}'; known methods: {', '.join(METHODS)}")
+    settings = SETTINGS.load(context, evaluate_command, config, set_)
+    method = settings.method
     if out is not None:
         check_output_file(out, "metrics file")
     if plot is not None:
@@ -131,7 +111,7 @@ def evaluate_command(
         data = EXAMPLE_DATA
         typer.echo(f"no --data given: using the built-in example set {data}", err=True)
     dataset = load_dataset(data, splits=splits, part=part, glosses=glosses)
-    language, reason = choose_language(lang, part, dataset.text_sample())
+    language, reason = choose_language(settings.lang, part, dataset.text_sample())
     typer.echo(
         f"{data}: {len(dataset.samples):,} samples, {len(dataset.quotes):,} quotes; "
         f"splits from {dataset.splits_source}; language {language.value} ({reason})",
@@ -140,19 +120,7 @@ def evaluate_command(
     # Read after the line above: candidates may add quotes to the set, for this evaluation only.
     choices = None if candidates is None else read_candidates(candidates, dataset)
     started = time.perf_counter()
-    options = MethodOptions(
-        lang=language,
-        crm_aggregate=crm_aggregate,
-        model=model,
-        pooling=context_pooling,
-        gap=gap,
-        gloss=gloss,
-        bundle=None if bundle is None else str(bundle),
-        quotes=None if quotes is None else str(quotes),
-        fusion=fusion,
-        dense_only=dense_only,
-        runtime=runtime,
-    )
+    options = dataclasses.replace(settings, lang=language)
     ranker = build_ranker(method, dataset, options)
     dense = ranker.signals["dense"].ranker if isinstance(ranker, HybridRanker) else ranker
     if isinstance(dense, EncoderRanker):
@@ -163,10 +131,10 @@ def evaluate_command(
     report = evaluate(
         ranker,
         dataset,
-        split.value,
+        settings.split.value,
         method,
-        left_only=left_only,
-        batch_size=batch_size,
+        left_only=settings.left_only,
+        batch_size=settings.batch_size,
         progress=True,
         candidates=choices,
     )

@@ -2,36 +2,52 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
-from quoter.cli.options import RuntimeOption
+from quoter.cli.options import QUOTE_SET_HELP, RUNTIME_HELP, CommandSettings
 from quoter.errors import InputError, QuoterError
 from quoter.languages import Language
-from quoter.serving.index_config import IndexConfig, IndexKind
-from quoter.serving.micro_batching import BatchingConfig
+from quoter.serving.index_config import IndexKind
 from quoter.serving.runtime_config import ContextRuntime
-from quoter.serving.schemas import MAX_BATCH
-from quoter.serving.server_limits import ServerLimits, hosts_for_address, is_loopback
+from quoter.serving.server_limits import is_loopback
+from quoter.serving.settings import BatchSettings, ServeSettings, complete_serve_settings
 
-DEFAULT_BATCHING = BatchingConfig()
-DEFAULT_LIMITS = ServerLimits()
 API_KEY_ENV = "QUOTER_API_KEY"
 API_KEY_FILE_ENV = "QUOTER_API_KEY_FILE"
 STATE_ENV = "QUOTER_STATE"
-# Half the cores: the event loop, tokenizer and any local clients need CPU too, and on a busy machine
-# more intra-op threads than free cores make each encoder call many times slower, not faster.
-DEFAULT_THREADS = max(1, (os.cpu_count() or 2) // 2)
+SERVE = CommandSettings(
+    ServeSettings, "batching.max_batch=16", "YAML settings of the server.", complete=complete_serve_settings
+)
+BATCH = CommandSettings(BatchSettings, "batch.k=20", "YAML settings of the run.")
+INT8_HELP = "Quantize the context encoder to int8: faster on CPU, scores differ slightly"
+INDEX_HELP = "Quote search: exact, or approximate (IVF) for very large quote sets"
+THREADS_HELP = "CPU threads per encoder call and search: torch, ONNX Runtime, faiss"
+ALLOWED_HOST_HELP = (
+    "A Host header value to answer (repeatable; * for any), e.g. a proxy's name. Default: the loopback names on "
+    "loopback, any on 0.0.0.0, else the --host address. Others get 400"
+)
 
-Int8Option = Annotated[
-    bool, typer.Option("--int8", help="Quantize the context encoder to int8: faster on CPU, scores differ slightly.")
-]
-IndexOption = Annotated[
-    IndexKind, typer.Option("--index", help="Quote search: exact, or approximate (IVF) for very large quote sets.")
-]
+
+def language_paths_option(flag: str, metavar: str, help: str) -> Any:
+    """A repeatable LANG=PATH option of `quoter serve` (see hosting.parse_language_spec)."""
+    return Annotated[Optional[list[str]], typer.Option(flag, metavar=metavar, help=help)]
+
+
+HostedOption = language_paths_option(
+    "--bundle",
+    "LANG=DIR",
+    "A bundle folder to host, e.g. en=models/en; repeat for more languages. Default: a zero-shot bundle over the "
+    "built-in quote bank per language.",
+)
+HostedQuotesOption = language_paths_option(
+    "--quotes",
+    "LANG=FILE",
+    "A quote set written by `quoter encode` with that language's bundle, served instead of the bundle's own quotes "
+    "(repeatable).",
+)
 StateOption = Annotated[
     Optional[Path],
     typer.Option(
@@ -40,9 +56,6 @@ StateOption = Annotated[
         help="A writable folder for the live quote changes (DIR/LANG/), e.g. when bundles or quote sets are "
         "read-only. Default: the bundle folder for its own quotes, FILE.live/ for a quote set FILE.",
     ),
-]
-ThreadsOption = Annotated[
-    int, typer.Option(min=1, help="CPU threads per encoder call and search (torch, ONNX Runtime, faiss).")
 ]
 
 
@@ -74,26 +87,13 @@ def read_api_key(api_key: str | None, api_key_file: Path | None) -> str | None:
 
 
 def serve_command(
-    host: Annotated[str, typer.Option(help="Address to listen on; 0.0.0.0 for every interface.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
-    bundle: Annotated[
-        Optional[list[str]],
-        typer.Option(
-            "--bundle",
-            metavar="LANG=DIR",
-            help="A bundle folder to host, e.g. en=models/en; repeat for more languages. Default: a zero-shot "
-            "bundle over the built-in quote bank per language.",
-        ),
-    ] = None,
-    quotes: Annotated[
-        Optional[list[str]],
-        typer.Option(
-            "--quotes",
-            metavar="LANG=FILE",
-            help="A quote set written by `quoter encode` with that language's bundle, served instead of the "
-            "bundle's own quotes (repeatable).",
-        ),
-    ] = None,
+    context: typer.Context,
+    config: SERVE.config_option = None,
+    set_: SERVE.set_option = None,
+    host: str = SERVE.option("host", "Address to listen on; 0.0.0.0 for every interface"),
+    port: int = SERVE.option("port", "Port to listen on"),
+    bundle: HostedOption = None,
+    quotes: HostedQuotesOption = None,
     state: StateOption = None,
     lang: Annotated[
         Optional[list[Language]],
@@ -111,70 +111,54 @@ def serve_command(
         Optional[Path],
         typer.Option(envvar=API_KEY_FILE_ENV, dir_okay=False, help="A file that holds the API key."),
     ] = None,
-    allowed_host: Annotated[
-        Optional[list[str]],
-        typer.Option(
-            "--allowed-host",
-            help="A Host header value to answer (repeatable; * for any), e.g. a proxy's name. Default: the "
-            "loopback names on loopback, any on 0.0.0.0, else the --host address. Others get 400.",
-        ),
-    ] = None,
-    max_body_bytes: Annotated[
-        int, typer.Option(min=1, help="The largest request body, in bytes (413 beyond).")
-    ] = DEFAULT_LIMITS.max_body_bytes,
-    max_queue: Annotated[
-        int,
-        typer.Option(min=MAX_BATCH, help="Contexts that may wait for the model; more get 503 with Retry-After."),
-    ] = DEFAULT_LIMITS.max_queued_contexts,
-    keep_alive: Annotated[
-        int,
-        typer.Option(
-            min=1, help="Seconds an idle connection stays open; keep it above the clients' and proxies' idle timeouts."
-        ),
-    ] = DEFAULT_LIMITS.keep_alive_s,
-    runtime: RuntimeOption = ContextRuntime.AUTO,
-    int8: Int8Option = False,
-    index: IndexOption = IndexKind.EXACT,
-    max_batch: Annotated[
-        int, typer.Option(min=1, help="Concurrent requests encoded together at most.")
-    ] = DEFAULT_BATCHING.max_batch,
-    max_wait_ms: Annotated[
-        float, typer.Option(min=0, help="How long a batch waits for more requests, in milliseconds.")
-    ] = DEFAULT_BATCHING.max_wait_ms,
-    max_batch_tokens: Annotated[
-        int, typer.Option(min=1, help="Context tokens encoded together at most, so that one encoder call stays short.")
-    ] = DEFAULT_BATCHING.max_batch_tokens,
-    threads: ThreadsOption = DEFAULT_THREADS,
+    allowed_host: Optional[list[str]] = SERVE.option(
+        "limits.allowed_hosts", ALLOWED_HOST_HELP, "--allowed-host", default=None
+    ),
+    max_body_bytes: int = SERVE.option("limits.max_body_bytes", "The largest request body, in bytes; 413 beyond"),
+    max_queue: int = SERVE.option(
+        "limits.max_queued_contexts", "Contexts that may wait for the model; more get 503 with Retry-After"
+    ),
+    keep_alive: int = SERVE.option(
+        "limits.keep_alive_s",
+        "Seconds an idle connection stays open; keep it above clients' and proxies' idle timeouts",
+    ),
+    runtime: ContextRuntime = SERVE.option("runtime", RUNTIME_HELP),
+    int8: bool = SERVE.option("int8", INT8_HELP, "--int8"),
+    index: IndexKind = SERVE.option("index.kind", INDEX_HELP, "--index"),
+    max_batch: int = SERVE.option("batching.max_batch", "Concurrent requests encoded together at most"),
+    max_wait_ms: float = SERVE.option("batching.max_wait_ms", "How long a batch waits for more requests, in ms"),
+    max_batch_tokens: int = SERVE.option(
+        "batching.max_batch_tokens", "Context tokens encoded together at most, so that one encoder call stays short"
+    ),
+    threads: int = SERVE.option("threads", THREADS_HELP),
 ) -> None:
     """Serve recommendations over HTTP (API docs at /docs, demo page at /)."""
-    import uvicorn
-
-    from quoter.serving.app import AppConfig, create_app
-    from quoter.serving.hosting import default_bundles, load_hosted
-    from quoter.serving.recommender import Recommender, RecommenderConfig
-
-    batching = BatchingConfig(max_batch=max_batch, max_wait_ms=max_wait_ms, max_batch_tokens=max_batch_tokens)
-    config = RecommenderConfig(runtime=runtime, int8=int8, index=IndexConfig(kind=index), batching=batching)
+    settings = SERVE.load(context, serve_command, config, set_)
     if bundle and lang:
         raise QuoterError("--lang chooses among the built-in bundles; with --bundle, host only the ones you give")
     if quotes and not bundle:
         raise QuoterError("--quotes needs the --bundle whose quote encoder made the quote set")
     key = read_api_key(api_key, api_key_file)
-    limits = ServerLimits(
-        max_body_bytes=max_body_bytes,
-        max_queued_contexts=max_queue,
-        allowed_hosts=tuple(allowed_host or hosts_for_address(host)),
-        keep_alive_s=keep_alive,
-    )
-    set_threads(threads)
+    import uvicorn
+
+    from quoter.serving.app import AppConfig, create_app
+    from quoter.serving.hosting import default_bundles, load_hosted
+    from quoter.serving.recommender import Recommender
+
+    recommender_config = settings.recommender_config(settings.batching)
+    set_threads(settings.threads)
     if bundle:
-        recommenders = load_hosted(bundle, quotes or [], config, state, lambda line: typer.echo(line, err=True))
+        recommenders = load_hosted(
+            bundle, quotes or [], recommender_config, state, lambda line: typer.echo(line, err=True)
+        )
     else:
         languages = list(dict.fromkeys(lang or list(Language)))
         names = ", ".join(language.value for language in languages)
         typer.echo(f"no --bundle given: building zero-shot bundles for {names}", err=True)
-        recommenders = [Recommender(b, config) for b in default_bundles(languages)]
+        recommenders = [Recommender(b, recommender_config) for b in default_bundles(languages)]
+    limits = settings.limits
     app = create_app(recommenders, AppConfig(api_key=key, limits=limits))
+    host, port = settings.host, settings.port
     hosted = ", ".join(f"{r.language.value} ({len(r.quotes):,} quotes, {r.runtime.name})" for r in recommenders)
     typer.echo(f"hosting {hosted} on http://{host}:{port} (API docs at /docs)", err=True)
     typer.echo(f"answering Host: {', '.join(limits.allowed_hosts)} (--allowed-host to change)", err=True)
@@ -190,48 +174,49 @@ def serve_command(
 
 
 def batch_command(
+    context: typer.Context,
     input: Annotated[
         Path, typer.Option("--input", help='JSONL ({"left", "right", "id"}) or TSV (left<TAB>right, or QuoteR).')
     ],
     output: Annotated[Path, typer.Option(help="JSONL file of the top k quotes per context, in input order.")],
+    config: BATCH.config_option = None,
+    set_: BATCH.set_option = None,
     bundle: Annotated[
         Optional[Path], typer.Option(help="Bundle folder. Default: the built-in default of --lang's language.")
     ] = None,
-    quotes: Annotated[
-        Optional[Path],
-        typer.Option(help="A quote set written by `quoter encode` with the bundle. Default: the bundle's own quotes."),
-    ] = None,
+    quotes: Annotated[Optional[Path], typer.Option(help=QUOTE_SET_HELP)] = None,
     lang: Annotated[
         Optional[Language], typer.Option(help="Without --bundle: the language of the built-in default to use.")
     ] = None,
     state: StateOption = None,
-    k: Annotated[int, typer.Option(min=1, help="Quotes per context.")] = 10,
+    k: int = BATCH.option("batch.k", "Quotes per context"),
     resume: Annotated[
         bool, typer.Option("--resume", help="Keep the complete lines of OUTPUT.partial from a run that stopped.")
     ] = False,
-    left_only: Annotated[bool, typer.Option("--left-only", help="Drop the right context (autocomplete).")] = False,
-    runtime: RuntimeOption = ContextRuntime.AUTO,
-    int8: Int8Option = False,
-    index: IndexOption = IndexKind.EXACT,
-    threads: ThreadsOption = DEFAULT_THREADS,
+    left_only: bool = BATCH.option("batch.left_only", "Drop the right context: autocomplete", "--left-only"),
+    runtime: ContextRuntime = BATCH.option("runtime", RUNTIME_HELP),
+    int8: bool = BATCH.option("int8", INT8_HELP, "--int8"),
+    index: IndexKind = BATCH.option("index.kind", INDEX_HELP, "--index"),
+    threads: int = BATCH.option("threads", THREADS_HELP),
 ) -> None:
     """Recommend quotes for every context of a file."""
-    from quoter.serving.batch_job import BatchConfig, read_contexts, run_batch
-    from quoter.serving.hosting import default_bundles, hosted_recommender
-    from quoter.serving.recommender import Recommender, RecommenderConfig
-
+    settings = BATCH.load(context, batch_command, config, set_)
     if (bundle is None) == (lang is None):
         raise QuoterError("give --bundle DIR, or --lang LANG for the built-in default, not both")
     if quotes is not None and bundle is None:
         raise QuoterError("--quotes needs the --bundle whose quote encoder made the quote set")
+    from quoter.serving.batch_job import read_contexts, run_batch
+    from quoter.serving.hosting import default_bundles, hosted_recommender
+    from quoter.serving.recommender import Recommender
+
     contexts = read_contexts(input)
-    set_threads(threads)
-    config = RecommenderConfig(runtime=runtime, int8=int8, index=IndexConfig(kind=index))
+    set_threads(settings.threads)
+    recommender_config = settings.recommender_config()
     if bundle is None:
-        recommender = Recommender(default_bundles([lang])[0], config)
+        recommender = Recommender(default_bundles([lang])[0], recommender_config)
     else:
         # Quotes a server added to or removed from the served set count here too.
-        recommender = hosted_recommender(bundle, config, quotes, state)
+        recommender = hosted_recommender(bundle, recommender_config, quotes, state)
     typer.echo(f"context encoder runtime: {recommender.runtime.describe()}", err=True)
-    ranked = run_batch(recommender, contexts, output, BatchConfig(k=k, left_only=left_only), resume)
+    ranked = run_batch(recommender, contexts, output, settings.batch, resume)
     typer.echo(f"{output}: {len(contexts):,} contexts ({ranked:,} ranked now)", err=True)

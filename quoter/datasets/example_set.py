@@ -1,5 +1,5 @@
 """The built-in example set: hand-written contexts for 27 public-domain English proverbs, with its splits.
-It is the data `quoter evaluate` uses when none is given, and the English check set of the ONNX runtimes."""
+It is the data `quoter evaluate` uses when none is given, and part of the English check set of the ONNX runtimes."""
 
 from __future__ import annotations
 

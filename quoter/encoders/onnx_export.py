@@ -72,7 +72,15 @@ def export_onnx(encoder: ContextEncoder, path: Path) -> None:
 
 
 def quantize_onnx_int8(source: Path, target: Path) -> None:
-    """Write a copy of the graph at `source` whose MatMul weights are int8, one scale per output channel."""
+    """Write a copy of the graph at `source` whose MatMul weights are int8, one scale per output channel.
+
+    Other quantize_dynamic options, measured for all-MiniLM-L6-v2 against torch float32 (change of MRR on 396
+    English corpus contexts of 303 quotes / on the 569 bank quotes found from their glosses, standard error
+    about 0.0035 each; time of one short context on one thread, relative): these settings +0.0005 / +0.0009,
+    1.00; one scale per matrix -0.0119 / -0.0067, 0.97; reduce_range +0.0003 / +0.0005, about 1.0; MatMul
+    only (embeddings float32) -0.0021 / +0.0038, 1.02 and a 2.5 times larger file; the feed-forward output
+    layers left float32 -0.0006 / +0.0007, 1.8; layer 0 left float32 -0.0055 / +0.0065, 1.35; uint8 weights
+    -0.0016 / +0.0011, 2.6. None loses measurably less, so the fastest stays."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     # It logs a suggestion to preprocess the graph first on the root logger; that made no measurable

@@ -38,4 +38,8 @@ class EncoderRanker:
 
     def score(self, queries: Sequence[Query]) -> np.ndarray:
         """Inner products of each query's context vector with every quote vector."""
-        return self.context_encoder.encode(queries, self.batch_size) @ self.quote_vectors.T
+        return self.score_vectors(self.context_encoder.encode(queries, self.batch_size))
+
+    def score_vectors(self, vectors: np.ndarray) -> np.ndarray:
+        """Inner products of context vectors (of this ranker's context encoder) with every quote vector."""
+        return vectors @ self.quote_vectors.T

@@ -27,6 +27,9 @@ FREQUENCY_BUCKETS: tuple[tuple[int, int | None], ...] = (
     (101, None),
 )
 
+# Contexts scored at once: every quote's score for each is held in memory.
+RANK_BATCH = 256
+
 
 def bucket_label(low: int, high: int | None) -> str:
     """'0', '3-5' or '101+'."""
@@ -75,7 +78,7 @@ def rank_samples(
     ranker: Ranker,
     samples: Sequence[Sample],
     left_only: bool = False,
-    batch_size: int = 256,
+    batch_size: int = RANK_BATCH,
     progress: bool = False,
     candidates: Candidates | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
@@ -102,7 +105,7 @@ def evaluate(
     split: str,
     method: str,
     left_only: bool = False,
-    batch_size: int = 256,
+    batch_size: int = RANK_BATCH,
     progress: bool = False,
     candidates: Candidates | None = None,
 ) -> EvaluationReport:

@@ -21,6 +21,7 @@ from quoter.ranking import Query
 from quoter.serving.batch_resume import check_resumable, run_record, run_record_path
 from quoter.serving.live_quotes import ScoredQuote
 from quoter.serving.recommender import Recommender
+from quoter.serving.settings import BatchConfig
 from quoter.text_lines import check_text, decoded_lines, json_object
 
 JSONL_SUFFIXES = (".jsonl", ".json")
@@ -34,15 +35,6 @@ class BatchContext:
     line: int
     id: Any
     query: Query
-
-
-@dataclass(frozen=True)
-class BatchConfig:
-    """k: quotes per context; left_only: drop the right context; chunk: contexts written per step."""
-
-    k: int = 10
-    left_only: bool = False
-    chunk: int = 64
 
 
 def _jsonl_context(text: str, path: Path, number: int) -> BatchContext:

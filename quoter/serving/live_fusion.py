@@ -1,10 +1,10 @@
-"""Hybrid ranking in the server: a hybrid bundle's fusion of dense, BM25 and CRM scores over the live quote
-set, so that the server and `quoter batch` rank as `quoter evaluate --method bundle` does.
+"""Hybrid ranking in the server: a hybrid bundle's fusion of dense, BM25, CRM and knn scores over the live
+quote set, so that the server and `quoter batch` rank as `quoter evaluate --method bundle` does.
 
 Every quote is scored (the lexical signals and the z-scores need the whole set), then the top k are taken
 by the fused score. The probability stays the softmax of the dense score over the whole set, as for any
-bundle. BM25 and CRM are rebuilt for the set's current texts after it changes; a quote added at run time
-has no training contexts, so CRM leaves it neutral and the dense score and BM25 rank it.
+bundle. BM25, CRM and knn are rebuilt for the set's current texts after it changes; a quote added at run
+time has no training contexts, so CRM and knn leave it neutral and the dense score and BM25 rank it.
 """
 
 from __future__ import annotations
@@ -31,23 +31,26 @@ class LiveFusion:
         self.fusion: Fusion = bundle.fusion
         self._lock = threading.Lock()
         self._version: int | None = None
-        self._lexical_ranker = HybridRanker({}, self.fusion)
+        self._known_ranker = HybridRanker({}, self.fusion)
 
-    def _lexical(self, scored: ScoredSet) -> HybridRanker:
-        """BM25 and CRM over the set's current records (rebuilt only after the set changed)."""
+    def _known(self, scored: ScoredSet) -> HybridRanker:
+        """BM25, CRM and knn over the set's current records (rebuilt only after the set changed)."""
         with self._lock:
             if scored.version != self._version:
-                self._lexical_ranker = HybridRanker(self._bundle.lexical_signals_over(scored.records), self.fusion)
+                self._known_ranker = HybridRanker(self._bundle.known_signals_over(scored.records), self.fusion)
                 self._version = scored.version
-            return self._lexical_ranker
+            return self._known_ranker
 
-    def top(self, queries: Sequence[Query], scored: ScoredSet, ks: Sequence[int]) -> list[list[ScoredQuote]]:
-        """For each query, its top ks[i] quotes of `scored` by fused score, best first."""
+    def top(
+        self, queries: Sequence[Query], vectors: np.ndarray, scored: ScoredSet, ks: Sequence[int]
+    ) -> list[list[ScoredQuote]]:
+        """For each query (its context vector in `vectors`), its top ks[i] quotes of `scored` by fused score,
+        best first."""
         if not scored.records:
             return [[] for _ in ks]
-        lexical = self._lexical(scored)
-        raw = {"dense": scored.scores, **lexical.signal_scores(queries)}
-        fused = fused_scores(raw, {name: signal.covered for name, signal in lexical.signals.items()}, self.fusion)
+        known = self._known(scored)
+        raw = {"dense": scored.scores, **known.signal_scores(queries, vectors)}
+        fused = fused_scores(raw, known.covered(), self.fusion)
         log_normalizers = logsumexp(scored.scores.astype(np.float64), axis=1)
         results = []
         for k, row, dense, log_normalizer in zip(ks, fused, scored.scores, log_normalizers):

@@ -1,11 +1,14 @@
 """Quote vectors by id, searched by inner product: exact by default, or approximate (IVF, faiss) by setting.
 
 Every vector carries its quote's id, so ids stay stable while quotes are added and removed. The vectors are
-kept once, in id-insertion order, as one float32 matrix that grows by a quarter at a time (so adding a quote
-costs the same however many there are). Exact search scores every quote with one matrix product and takes
-both the top k and the softmax normaliser over the full quote set from those scores. IVF search runs in
-faiss, which holds a second copy in its clusters; its normaliser is estimated from the matrix's rows of a
-fixed sample of quotes (IndexConfig).
+kept once, in id-insertion order, as the columns of one float32 matrix (dim, quotes) that grows by a quarter
+at a time (so adding a quote costs the same however many there are). Columns rather than rows: a query times
+that matrix reads it in memory order, which for one query on a CPU (MKL) took a third of the time of the
+same product over a row matrix transposed (5 vs 15 ms for 100,000 quotes), with the same scores up to float
+rounding (as batching changes them too); from 8 queries on, both take the same time. Exact search scores
+every quote with one matrix product and takes both the top k and the softmax normaliser over the full quote
+set from those scores. IVF search runs in faiss, which holds a second copy in its clusters; its normaliser
+is estimated from the matrix's columns of a fixed sample of quotes (IndexConfig).
 """
 
 from __future__ import annotations
@@ -70,7 +73,7 @@ class QuoteIndex:
         self._lock = threading.RLock()
         self._size = len(ids)
         self._id_rows = np.array(ids)  # the ids, then spare room
-        self._vector_rows = np.array(vectors)  # the vectors in the ids' order, then spare room
+        self._vector_columns = np.ascontiguousarray(vectors.T)  # the vectors in the ids' order, then spare room
         self._known = set(ids.tolist())
         self._ivf = None
         self._gpu_resources = None
@@ -88,13 +91,14 @@ class QuoteIndex:
 
     @property
     def _vectors(self) -> np.ndarray:
-        return self._vector_rows[: self._size]
+        """The vectors as rows (quotes, dim): a view of the columns."""
+        return self._vector_columns[:, : self._size].T
 
     def _refresh(self) -> None:
         """Make what searches read follow the vectors after a change: the exact matrix on its device, the IVF
         index (faiss cannot remove ids from GPU indexes, so the CPU index is the one that changes and its GPU
         copy is made again), and the normaliser's sample."""
-        self._search_vectors = torch.from_numpy(self._vectors).to(self._device)
+        self._search_columns = torch.from_numpy(self._vector_columns[:, : self._size]).to(self._device)
         if self._ivf is not None and self._gpu_resources is not None:
             self._search_ivf = faiss.index_cpu_to_gpu(self._gpu_resources, 0, self._ivf)
         else:
@@ -141,9 +145,11 @@ class QuoteIndex:
             if end > len(self._id_rows):
                 capacity = max(end, len(self._id_rows) + len(self._id_rows) // 4 + GROWTH_MIN)
                 self._id_rows = _grown(self._id_rows, capacity)
-                self._vector_rows = _grown(self._vector_rows, capacity)
+                columns = np.empty((self.dim, capacity), dtype=np.float32)
+                columns[:, : self._size] = self._vector_columns[:, : self._size]
+                self._vector_columns = columns
             self._id_rows[self._size : end] = ids
-            self._vector_rows[self._size : end] = vectors
+            self._vector_columns[:, self._size : end] = vectors.T
             self._size = end
             self._known.update(ids.tolist())
             self._refresh()
@@ -158,7 +164,7 @@ class QuoteIndex:
             kept = int(keep.sum())
             removed = self._size - kept
             self._id_rows[:kept] = self._ids[keep]
-            self._vector_rows[:kept] = self._vectors[keep]
+            self._vector_columns[:, :kept] = self._vectors[keep].T
             self._size = kept
             self._known.difference_update(ids.tolist())
             self._refresh()
@@ -175,7 +181,7 @@ class QuoteIndex:
     def _scores(self, queries: np.ndarray) -> torch.Tensor:
         """Every quote's score for each query (queries, quotes), in the rows' order, on the search device.
         torch, not numpy: its thread count is the one the server sets (numpy's BLAS takes every core)."""
-        return torch.from_numpy(queries).to(self._device) @ self._search_vectors.T
+        return torch.from_numpy(queries).to(self._device) @ self._search_columns
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The top `k` quotes of each query, best first: (scores, ids) of shape (queries, k') with

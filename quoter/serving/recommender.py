@@ -90,7 +90,7 @@ class Recommender:
         queries = [query for query, _ in items]
         vectors = self.context_encoder.encode(queries, self.config.encode_batch)
         if self.fusion is not None:
-            return self.fusion.top(queries, self.quotes.score_all(vectors), [k for _, k in items])
+            return self.fusion.top(queries, vectors, self.quotes.score_all(vectors), [k for _, k in items])
         return self.quotes.search(vectors, [k for _, k in items])
 
     def _most_tokens(self, item: tuple[Query, int]) -> int:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from quoter.errors import QuoterError
 from quoter.serving.schemas import MAX_BATCH
+from quoter.settings import at_least
 
 # Host header values of a loopback server; IPv6 literals come in brackets, as in the header.
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
@@ -35,8 +35,10 @@ class ServerLimits:
     keep_alive_s: int = 75
 
     def __post_init__(self) -> None:
-        if self.max_queued_contexts < MAX_BATCH:
-            raise QuoterError(f"max_queued_contexts must be at least {MAX_BATCH}, the largest batch request")
+        at_least("max_body_bytes", self.max_body_bytes, 1)
+        at_least("max_queued_contexts", self.max_queued_contexts, MAX_BATCH)  # the largest batch request
+        at_least("retry_after_s", self.retry_after_s, 0)
+        at_least("keep_alive_s", self.keep_alive_s, 1)
 
 
 def is_loopback(address: str) -> bool:

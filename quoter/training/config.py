@@ -1,19 +1,12 @@
-"""Every training setting as a typed dataclass with one default, read from YAML plus dotted overrides.
-
-A bad key or value is a one-line QuoterError that names the key (`joint.epochs: expected an integer, got
-'x'`), so the command line never shows a traceback for a typo in a config file."""
+"""Every training setting as a typed dataclass with one default, read from YAML plus dotted overrides by the
+loader every command shares (quoter.settings): a bad key or value is one line that names it."""
 
 from __future__ import annotations
 
-import dataclasses
-import types
-import typing
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.pooling import GapMarker, PoolingChoice
@@ -21,6 +14,8 @@ from quoter.errors import QuoterError
 from quoter.fusion import FusionRule
 from quoter.languages import Language
 from quoter.sememes.sources import LexiconConfig
+from quoter.settings import at_least, load_settings
+from quoter.settings import config_to_dict as config_to_dict  # the bundle's record of its settings
 
 
 class LoggerKind(str, Enum):
@@ -53,7 +48,8 @@ class ModelConfig:
     mean-pooled context (None: the model's choice); scale: the factor on cosine scores with normalised
     pooling, a softmax temperature of 1/scale (None: the model's); gloss: quotes are read with their glosses
     and sources (data.glosses);
-    freeze_word_embeddings keeps the token embedding tables fixed (most of a multilingual model's weights)."""
+    freeze_word_embeddings keeps the token embedding tables fixed (most of a multilingual model's weights);
+    freeze_layers keeps all embeddings and the lowest N transformer layers of both encoders fixed."""
 
     name: str | None = None
     context_max_length: int = ContextEncoderConfig.max_length
@@ -63,10 +59,12 @@ class ModelConfig:
     scale: float | None = None
     gloss: bool = False
     freeze_word_embeddings: bool = False
+    freeze_layers: int = 0
 
     def __post_init__(self) -> None:
-        _at_least("context_max_length", self.context_max_length, 4)
-        _at_least("quote_max_length", self.quote_max_length, 3)
+        at_least("context_max_length", self.context_max_length, 4)
+        at_least("freeze_layers", self.freeze_layers, 0)
+        at_least("quote_max_length", self.quote_max_length, 3)
         if self.scale is not None and self.scale <= 0:
             raise QuoterError(f"scale: must be positive, got {self.scale}")
 
@@ -89,17 +87,24 @@ class NegativeConfig:
     """Stage 1's negatives per context, all from quotes of the train split: `count` in all (the paper's N,
     19); with in_batch, the other contexts' gold quotes come first, up to count - hard of them (batches
     then never hold one quote twice); then `hard` of the `hard_pool` quotes nearest the gold quote by the
-    current quote vectors (mined again every epoch); random quotes fill the rest."""
+    current quote vectors (mined again every epoch), passing over the `hard_skip` nearest (near-synonyms that
+    may fit the gap as well as the gold quote); random quotes fill the rest. With cache, every other train
+    quote joins each context's softmax too, through a cache of their vectors encoded without gradients at the
+    start of each epoch: the context encoder sees all train quotes as negatives for one encoding of them per
+    epoch, while only the sampled ones carry gradients to the quote encoder."""
 
     count: int = 19
     in_batch: bool = False
     hard: int = 0
     hard_pool: int = 30
+    hard_skip: int = 0
+    cache: bool = False
 
     def __post_init__(self) -> None:
-        _at_least("count", self.count, 1)
-        _at_least("hard", self.hard, 0)
-        _at_least("hard_pool", self.hard_pool, max(1, self.hard))
+        at_least("count", self.count, 1)
+        at_least("hard", self.hard, 0)
+        at_least("hard_skip", self.hard_skip, 0)
+        at_least("hard_pool", self.hard_pool, max(1, self.hard))
         if self.hard > self.count:
             raise QuoterError(f"hard: at most count ({self.count}) negatives can be hard, got {self.hard}")
 
@@ -107,7 +112,8 @@ class NegativeConfig:
 @dataclass(frozen=True)
 class StageConfig:
     """One training stage: AdamW with a learning rate that declines linearly to 0 after a warmup; early
-    stopping after `patience` validations without a better validation MRR; max_steps -1: no step limit."""
+    stopping after `patience` validations without a better validation MRR; max_steps -1: no step limit;
+    quote_lr: stage 1's learning rate of the quote encoder (None: lr, as for the context encoder)."""
 
     enabled: bool = True
     epochs: int = 3
@@ -117,13 +123,15 @@ class StageConfig:
     warmup_fraction: float = 0.0
     patience: int = 2
     max_steps: int = -1
+    quote_lr: float | None = None
 
     def __post_init__(self) -> None:
-        _at_least("epochs", self.epochs, 1)
-        _at_least("batch_size", self.batch_size, 1)
-        _at_least("patience", self.patience, 1)
-        if self.lr <= 0:
-            raise QuoterError(f"lr: must be positive, got {self.lr}")
+        at_least("epochs", self.epochs, 1)
+        at_least("batch_size", self.batch_size, 1)
+        at_least("patience", self.patience, 1)
+        for name, lr in (("lr", self.lr), ("quote_lr", self.quote_lr)):
+            if lr is not None and lr <= 0:
+                raise QuoterError(f"{name}: must be positive, got {lr}")
         if not 0 <= self.warmup_fraction < 1:
             raise QuoterError(f"warmup_fraction: must be in [0, 1), got {self.warmup_fraction}")
         if self.max_steps < -1 or self.max_steps == 0:
@@ -150,8 +158,8 @@ class ValidationConfig:
 
     def __post_init__(self) -> None:
         if self.max_samples is not None:
-            _at_least("max_samples", self.max_samples, 1)
-        _at_least("batch_size", self.batch_size, 1)
+            at_least("max_samples", self.max_samples, 1)
+        at_least("batch_size", self.batch_size, 1)
 
 
 @dataclass(frozen=True)
@@ -175,8 +183,8 @@ class RunConfig:
     progress_bar: bool = True
 
     def __post_init__(self) -> None:
-        _at_least("accumulate_grad_batches", self.accumulate_grad_batches, 1)
-        _at_least("checkpoint_every", self.checkpoint_every, 1)
+        at_least("accumulate_grad_batches", self.accumulate_grad_batches, 1)
+        at_least("checkpoint_every", self.checkpoint_every, 1)
 
 
 @dataclass(frozen=True)
@@ -200,160 +208,9 @@ class TrainConfig:
             raise QuoterError("joint.enabled, retrain.enabled: at least one training stage must be enabled")
 
 
-def _at_least(name: str, value: int, low: int) -> None:
-    if value < low:
-        raise QuoterError(f"{name}: must be at least {low}, got {value}")
-
-
-# A config file's key that names the config file it builds on.
-BASE_KEY = "base"
-
-
 def load_config(
     path: str | Path | None, overrides: dict[str, str] | None = None, values: dict[str, Any] | None = None
 ) -> TrainConfig:
-    """Read a YAML config (None: all defaults) over the configs it builds on (`base: FILE`, relative to it),
-    apply dotted overrides {"joint.epochs": "2"} whose values are parsed as YAML scalars, then dotted `values`
-    taken as they are (paths from command-line options)."""
-    data: dict[str, Any] = {}
-    if path is not None:
-        data = _read_config_file(Path(path), ())
-    for key, text in (overrides or {}).items():
-        _set_dotted(data, key, _parse_scalar(key, text))
-    for key, value in (values or {}).items():
-        _set_dotted(data, key, value)
-    return build(TrainConfig, data, "")
-
-
-def parse_assignments(assignments: list[str]) -> dict[str, str]:
-    """`key=value` strings from the command line as a dict; a string without '=' is an error."""
-    parsed = {}
-    for assignment in assignments:
-        key, sep, value = assignment.partition("=")
-        if not sep or not key.strip():
-            raise QuoterError(f"expected key=value (e.g. joint.epochs=2), got '{assignment}'")
-        parsed[key.strip()] = value
-    return parsed
-
-
-def _read_config_file(path: Path, including: tuple[Path, ...]) -> dict[str, Any]:
-    """A config file's settings over those of its `base` (a config file named relative to it), if it has
-    one; `including` are the files that led here, so that a loop of bases is an error, not a hang."""
-    data = _read_yaml(path)
-    base = data.pop(BASE_KEY, None)
-    if base is None:
-        return data
-    if not isinstance(base, str) or not base.strip():
-        raise QuoterError(f"{path}: {BASE_KEY}: expected the path of another config file, got {base!r}")
-    if path.resolve() in including:
-        raise QuoterError(f"{path}: {BASE_KEY}: the config files name each other as their base")
-    return _merged(_read_config_file(path.parent / base, (*including, path.resolve())), data)
-
-
-def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """`base` with `over`'s settings in place of its own, section by section."""
-    merged = dict(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            value = _merged(merged[key], value)
-        merged[key] = value
-    return merged
-
-
-def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise QuoterError(f"{path}: config file not found") from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise QuoterError(f"{path}{where}: not valid YAML") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise QuoterError(f"{path}: a config file must be a mapping of sections")
-    return data
-
-
-def _parse_scalar(key: str, text: str) -> Any:
-    try:
-        return yaml.safe_load(text) if text.strip() else None
-    except yaml.YAMLError:
-        raise QuoterError(f"{key}: cannot read the value '{text}'") from None
-
-
-def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
-    *sections, last = key.split(".")
-    target = data
-    for section in sections:
-        child = target.setdefault(section, {})
-        if not isinstance(child, dict):
-            raise QuoterError(f"{key}: '{section}' is a setting, not a section")
-        target = child
-    target[last] = value
-
-
-def build(cls: type, data: Any, prefix: str) -> Any:
-    """An instance of dataclass `cls` from a mapping, each value checked against the field's type."""
-    if not isinstance(data, dict):
-        raise QuoterError(f"{prefix.rstrip('.') or 'config'}: expected a mapping, got {data!r}")
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
-    unknown = [key for key in data if key not in names]
-    if unknown:
-        raise QuoterError(f"{prefix}{unknown[0]}: unknown setting; known in this section: {', '.join(names)}")
-    values = {key: _convert(hints[key], value, prefix + key) for key, value in data.items()}
-    try:
-        return cls(**values)
-    except QuoterError as error:
-        raise QuoterError(f"{prefix}{error}") from None
-
-
-def _convert(hint: Any, value: Any, key: str) -> Any:
-    if dataclasses.is_dataclass(hint):
-        return build(hint, value if value is not None else {}, key + ".")
-    options = (
-        typing.get_args(hint) if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union else ()
-    )
-    if options:
-        if value is None and type(None) in options:
-            return None
-        (hint,) = [option for option in options if option is not type(None)]
-    if isinstance(hint, type) and issubclass(hint, Enum):
-        allowed = [member.value for member in hint]
-        if value not in allowed:
-            raise QuoterError(f"{key}: expected one of {', '.join(map(str, allowed))}, got {value!r}")
-        return hint(value)
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise QuoterError(f"{key}: expected true or false, got {value!r}")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise QuoterError(f"{key}: expected an integer, got {value!r}")
-        return value
-    if hint is float:
-        # YAML 1.1 reads 5e-5 (no dot) as a string, so numeric strings are numbers here.
-        try:
-            if isinstance(value, bool):
-                raise ValueError
-            return float(value)
-        except (TypeError, ValueError):
-            raise QuoterError(f"{key}: expected a number, got {value!r}") from None
-    if isinstance(value, (dict, list)) or value is None:
-        raise QuoterError(f"{key}: expected a string, got {value!r}")
-    return str(value)
-
-
-def config_to_dict(config: Any) -> dict[str, Any]:
-    """The config as plain JSON-able values (enums by value), for the bundle's info and the run folder."""
-    result = {}
-    for item in dataclasses.fields(config):
-        value = getattr(config, item.name)
-        if dataclasses.is_dataclass(value):
-            value = config_to_dict(value)
-        elif isinstance(value, Enum):
-            value = value.value
-        result[item.name] = value
-    return result
+    """The training settings of a YAML config (None: all defaults) with dotted overrides and option values
+    (quoter.settings.read_settings)."""
+    return load_settings(TrainConfig, path, overrides, values)

@@ -1,5 +1,6 @@
 """Stage 1: train the context and quote encoders together; each context scores its gold quote against
-`count` negatives, and the loss is the cross-entropy over those 1 + count scores (the paper's Eq. 5)."""
+`count` negatives, and the loss is the cross-entropy over those 1 + count scores (the paper's Eq. 5), with
+negatives.cache over every train quote as well."""
 
 from __future__ import annotations
 
@@ -55,7 +56,20 @@ class JointModule(StageModule):
         scores = context_vectors @ quote_vectors.T
         index = torch.from_numpy(inverse.reshape(candidates.shape)).to(scores.device)
         logits = scores.gather(1, index).float()
+        if self.negatives.config.cache:
+            # Every other train quote as a negative too, from the epoch's vector cache (no gradient).
+            cached = (context_vectors @ self.negatives.cached_vectors.to(scores.device).T).float()
+            cached = cached.masked_fill(self.negatives.cache_mask(candidates).to(scores.device), float("-inf"))
+            logits = torch.cat([logits, cached], dim=1)
         return F.cross_entropy(logits, torch.zeros(len(ids), dtype=torch.long, device=logits.device))
+
+    def parameter_groups(self) -> list[dict[str, Any]]:
+        """The context encoder at the stage's learning rate, the quote encoder at quote_lr when it is set."""
+        quote = [p for p in self.quote_encoder.parameters() if p.requires_grad]
+        context = [p for p in self.context_encoder.parameters() if p.requires_grad]
+        if self.stage.quote_lr is None:
+            return [{"params": context + quote}]
+        return [{"params": context}, {"params": quote, "lr": self.stage.quote_lr}]
 
     def all_quote_vectors(self) -> torch.Tensor:
         return torch.from_numpy(encode_quote_set(self.quote_encoder, self.data.records).vectors)

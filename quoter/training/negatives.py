@@ -1,7 +1,7 @@
 """Stage 1's negative quotes for each context, drawn only from quotes of the train split.
 
 In order: the other gold quotes of the batch (in-batch negatives, at most count - hard of them), then hard
-negatives (quotes nearest the gold quote by the current quote vectors, mined again each epoch), then random
+negatives (quotes near the gold quote by the current quote vectors, mined again each epoch), then random
 quotes. The random draws of a sample are a function of (seed, epoch, sample index), so a resumed run draws
 exactly what an uninterrupted one would."""
 
@@ -32,26 +32,39 @@ class NegativeSampler:
         # Row r: the train quotes nearest train quote pool[r], nearest first; empty until mined.
         self.hard_table = np.zeros((0, 0), dtype=np.int64)
         self.hard_epoch = -1
+        # With config.cache: the pool's vectors at the start of the epoch, a row per quote of `pool`.
+        self.cached_vectors = torch.zeros(0)
 
     def needs_mining(self, epoch: int) -> bool:
-        """Whether hard negatives are wanted and not mined yet for this epoch."""
-        return self.config.hard > 0 and self.hard_epoch != epoch
+        """Whether hard negatives or the vector cache are wanted and not made yet for this epoch."""
+        return (self.config.hard > 0 or self.config.cache) and self.hard_epoch != epoch
+
+    def cache_mask(self, candidates: np.ndarray) -> torch.Tensor:
+        """(rows, pool) True where a pool quote is among a row's candidates (gold and sampled negatives),
+        so that it does not count twice in the softmax."""
+        mask = np.zeros((len(candidates), len(self.pool)), dtype=bool)
+        for row, quotes in enumerate(candidates):
+            mask[row, [self._row_of[int(q)] for q in quotes if int(q) in self._row_of]] = True
+        return torch.from_numpy(mask)
 
     def mine(self, pool_vectors: np.ndarray, epoch: int) -> None:
-        """Find each train quote's nearest other train quotes by inner product of their vectors (one row per
-        quote of `pool`, in its order)."""
+        """Find each train quote's nearest other train quotes by inner product of their vectors, after the
+        hard_skip nearest (one row per quote of `pool`, in its order)."""
         vectors = torch.from_numpy(np.ascontiguousarray(pool_vectors, dtype=np.float32))
+        if self.config.cache:
+            self.cached_vectors = vectors
         similarity = vectors @ vectors.T
         similarity.fill_diagonal_(float("-inf"))
-        width = min(self.config.hard_pool, len(self.pool) - 1)
-        nearest = similarity.topk(width, dim=1).indices.numpy()
+        skip = min(self.config.hard_skip, len(self.pool) - 2)
+        width = min(skip + self.config.hard_pool, len(self.pool) - 1)
+        nearest = similarity.topk(width, dim=1).indices.numpy()[:, skip:]
         self.hard_table = self.pool[nearest]
         self.hard_epoch = epoch
 
     def sample(self, sample_ids: Sequence[int], gold_ids: Sequence[int], epoch: int) -> np.ndarray:
         """Negative quote ids, shape (len(sample_ids), count), for the contexts of one batch."""
-        if self.config.hard and self.hard_epoch != epoch:
-            raise RuntimeError(f"hard negatives of epoch {epoch} were not mined")
+        if self.needs_mining(epoch):
+            raise RuntimeError(f"hard negatives or cached vectors of epoch {epoch} were not made")
         rows = [self._one(int(s), int(g), gold_ids, epoch) for s, g in zip(sample_ids, gold_ids)]
         return np.array(rows, dtype=np.int64).reshape(len(rows), self.config.count)
 
@@ -80,10 +93,15 @@ class NegativeSampler:
         return chosen
 
     def state_dict(self) -> dict[str, object]:
-        """The mined table and its epoch, so a run resumed mid-epoch uses the same hard negatives."""
-        return {"epoch": self.hard_epoch, "table": torch.from_numpy(self.hard_table.copy())}
+        """The mined table, the vector cache and their epoch, so a run resumed mid-epoch uses the same ones."""
+        return {
+            "epoch": self.hard_epoch,
+            "table": torch.from_numpy(self.hard_table.copy()),
+            "cache": self.cached_vectors,
+        }
 
     def load_state_dict(self, state: dict[str, object]) -> None:
         """Restore what `state_dict` returned."""
         self.hard_epoch = int(state["epoch"])
         self.hard_table = state["table"].numpy().astype(np.int64)
+        self.cached_vectors = state["cache"]

@@ -11,11 +11,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytorch_lightning as pl
+import torch
 from pytorch_lightning.utilities import rank_zero_only
 
-from quoter.baselines.lexical_signals import lexical_signals
 from quoter.bundle import Bundle
 from quoter.datasets import load_dataset
 from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
@@ -24,11 +23,10 @@ from quoter.encoders.model_sources import default_model, load_pretrained, native
 from quoter.encoders.pooling import choose_pooling
 from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.errors import QuoterError
-from quoter.fusion import FusionRule, Signal, fit_fusion
+from quoter.fusion import FusionRule
+from quoter.hybrid_bundle import make_hybrid
 from quoter.languages import Language, choose_language
-from quoter.metrics import ranks_from_scores
 from quoter.quote_set import encode_quote_set
-from quoter.ranking import Query
 from quoter.sememes.alignment import SememeAnnotator
 from quoter.sememes.sources import load_lexicon
 from quoter.training.config import TrainConfig, config_to_dict
@@ -83,10 +81,24 @@ def build_encoders(config: TrainConfig, language: Language) -> Encoders:
         ),
         annotator,
     )
-    if config.model.freeze_word_embeddings:
-        for model in (context_model, quote_model):
+    for model in (context_model, quote_model):
+        if config.model.freeze_word_embeddings:
             model.get_input_embeddings().requires_grad_(False)
+        if config.model.freeze_layers:
+            freeze_lower_layers(model, config.model.freeze_layers)
     return Encoders(name, context, quote)
+
+
+def freeze_lower_layers(model: torch.nn.Module, count: int) -> None:
+    """Keep a BERT-style model's embeddings and its lowest `count` transformer layers fixed."""
+    layers = getattr(getattr(model, "encoder", None), "layer", None)
+    embeddings = getattr(model, "embeddings", None)
+    if layers is None or embeddings is None:
+        raise QuoterError(f"model.freeze_layers: {type(model).__name__} has no embeddings and encoder.layer to freeze")
+    if count > len(layers):
+        raise QuoterError(f"model.freeze_layers: the model has {len(layers)} layers, got {count}")
+    for module in (embeddings, *layers[:count]):
+        module.requires_grad_(False)
 
 
 def checkpoint_folder(config: TrainConfig) -> Path:
@@ -172,18 +184,18 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> Bundle:
 def fit_bundle_fusion(
     bundle: Bundle, data: TrainingData, rule: FusionRule, batch_size: int, log: Callable[[str], None]
 ) -> None:
-    """Make the bundle hybrid: fuse its dense scores with BM25 and CRM over the training contexts, the weights
-    fitted on the valid contexts; the fitted weights and both valid MRRs go to its info."""
-    lexical = lexical_signals(bundle.quotes, data.train, bundle.language)
-    signals = {"dense": Signal(bundle.ranker(batch_size)), **lexical}
-    queries = [Query(sample.left, sample.right) for sample in data.valid]
-    gold = [sample.quote_id for sample in data.valid]
-    scores = {name: signal.ranker.score(queries) for name, signal in signals.items()}
-    fusion, fused_mrr = fit_fusion(scores, gold, rule, {name: signal.covered for name, signal in signals.items()})
-    dense_mrr = float(np.mean(1.0 / ranks_from_scores(scores["dense"], gold)))
-    bundle.fusion, bundle.known_contexts = fusion, list(data.train)
-    bundle.info["fusion"] = {**fusion.to_json(), "valid_mrr": fused_mrr, "valid_mrr_dense": dense_mrr}
-    log(f"fusion fitted on valid ({fusion.describe()}): valid MRR {fused_mrr:.4f}, dense alone {dense_mrr:.4f}")
+    """Make the bundle hybrid (its dense score fused with BM25, CRM and knn over the training contexts, the
+    weights fitted on the valid contexts); the fitted weights and the valid MRRs go to its info."""
+    mrrs = make_hybrid(bundle, data.train, data.valid, rule, batch_size)
+    assert bundle.fusion is not None
+    bundle.info["fusion"] = {
+        **bundle.fusion.to_json(),
+        "valid_mrr": mrrs["fused"],
+        "valid_mrr_dense": mrrs["dense"],
+        "valid_mrr_alone": {name: mrr for name, mrr in mrrs.items() if name != "fused"},
+    }
+    alone = ", ".join(f"{name} {mrr:.4f}" for name, mrr in mrrs.items() if name != "fused")
+    log(f"fusion fitted on valid ({bundle.fusion.describe()}): valid MRR {mrrs['fused']:.4f}; alone: {alone}")
 
 
 def train_stages(

@@ -88,9 +88,12 @@ class StageModule(pl.LightningModule, ABC):
         frozen = self._frozen_names()
         return {**{name: value for name, value in self.state_dict().items() if name in frozen}, **state_dict}
 
+    def parameter_groups(self) -> list[dict[str, Any]]:
+        """The optimizer's parameter groups: every trainable parameter at the stage's learning rate."""
+        return [{"params": [p for p in self.parameters() if p.requires_grad]}]
+
     def configure_optimizers(self):
-        parameters = [p for p in self.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(parameters, lr=self.stage.lr, weight_decay=self.stage.weight_decay)
+        optimizer = torch.optim.AdamW(self.parameter_groups(), lr=self.stage.lr, weight_decay=self.stage.weight_decay)
         total = max(1, int(self.trainer.estimated_stepping_batches))
         warmup = int(total * self.stage.warmup_fraction)
 
