@@ -147,7 +147,7 @@ def test_the_english_check_set_is_the_example_set_and_every_bank_quote_found_fro
 
 
 def test_contexts_are_encoded_in_calls_that_pad_as_little_as_they_cost():
-    from quoter.encoders.onnx_context_encoder import least_padding_calls
+    from quoter.encoders.batching import least_padding_calls
 
     # One call of 8 pads to 27 tokens (216); three calls cost 3 x 10 but pad to 28 + 88 + 54 tokens.
     assert least_padding_calls([13, 14, 17, 21, 21, 22, 26, 27], 64, 10) == [2, 6, 8]

@@ -52,16 +52,23 @@ def encode_in_length_order(
     batch_size: int,
     dim: int,
     progress_label: str | None = None,
+    call_overhead: float | None = None,
 ) -> np.ndarray:
     """`encode_batch` over the rows in batches sorted by length; float32 vectors of size `dim` in the rows'
-    original order, with a progress bar on a terminal when there is a `progress_label`."""
+    original order, with a progress bar on a terminal when there is a `progress_label`. Batches hold
+    `batch_size` rows, or with a `call_overhead` (what one more call costs, in padded tokens) at most that
+    many, cut where the padded tokens plus the calls' overhead are fewest (least_padding_calls)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     order = sorted(range(len(rows)), key=lambda index: length(rows[index]))
+    if call_overhead is None:
+        ends = list(range(batch_size, len(order), batch_size)) + ([len(order)] if order else [])
+    else:
+        ends = least_padding_calls([length(rows[index]) for index in order], batch_size, call_overhead)
     outputs: list[np.ndarray] = []
     with progress_bar(total=len(rows), desc=progress_label, enabled=progress_label is not None) as bar:
-        for begin in range(0, len(order), batch_size):
-            chunk = order[begin : begin + batch_size]
+        for begin, end in zip([0, *ends], ends):
+            chunk = order[begin:end]
             outputs.append(encode_batch([rows[index] for index in chunk]))
             bar.update(len(chunk))
     if not outputs:
@@ -70,3 +77,22 @@ def encode_in_length_order(
     result = np.empty_like(vectors)
     result[order] = vectors
     return result
+
+
+def least_padding_calls(lengths: Sequence[int], most: int, overhead: float) -> list[int]:
+    """Where to cut `lengths` (ascending) into calls of at most `most` rows, each padded to its longest row, so
+    that the padded tokens plus `overhead` per call are fewest: the end index of each call, in order."""
+    count = len(lengths)
+    cost = np.zeros(count + 1)
+    cut = np.zeros(count + 1, dtype=np.int64)
+    for end in range(1, count + 1):
+        starts = np.arange(max(0, end - most), end)
+        totals = cost[starts] + overhead + (end - starts) * lengths[end - 1]
+        best = int(np.argmin(totals))  # the first of equals: the longest call
+        cost[end], cut[end] = totals[best], starts[best]
+    ends = []
+    end = count
+    while end > 0:
+        ends.append(end)
+        end = int(cut[end])
+    return ends[::-1]

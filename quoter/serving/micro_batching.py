@@ -96,11 +96,9 @@ class MicroBatcher(Generic[Item, Result]):
             submitters: set[_Submission[Item, Result]] = set()
             full = self._fill(batch, submitters)
             deadline = loop.time() + self.config.max_wait_ms / 1000
-            # Wait for the last call's submitters to come back (at least one other than the first).
-            expected = max(self._last_submitters, 2)
-            while not full and len(submitters) < expected and (remaining := deadline - loop.time()) > 0:
-                if self._last_submitters <= 1 and len(submitters) <= 1:
-                    break  # nobody else was being served: run the lone submission now
+            # Wait only for the last call's submitters to come back: after a call that served one, a lone
+            # submission runs at once.
+            while not full and len(submitters) < self._last_submitters and (remaining := deadline - loop.time()) > 0:
                 arrived.clear()
                 try:
                     await asyncio.wait_for(arrived.wait(), remaining)

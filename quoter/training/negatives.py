@@ -31,13 +31,13 @@ class NegativeSampler:
         self._row_of = {int(quote): row for row, quote in enumerate(self.pool)}
         # Row r: the train quotes nearest train quote pool[r], nearest first; empty until mined.
         self.hard_table = np.zeros((0, 0), dtype=np.int64)
-        self.hard_epoch = -1
+        self.mined_epoch = -1
         # With config.cache: the pool's vectors at the start of the epoch, a row per quote of `pool`.
         self.cached_vectors = torch.zeros(0)
 
     def needs_mining(self, epoch: int) -> bool:
         """Whether hard negatives or the vector cache are wanted and not made yet for this epoch."""
-        return (self.config.hard > 0 or self.config.cache) and self.hard_epoch != epoch
+        return (self.config.hard > 0 or self.config.cache) and self.mined_epoch != epoch
 
     def cache_mask(self, candidates: np.ndarray) -> torch.Tensor:
         """(rows, pool) True where a pool quote is among a row's candidates (gold and sampled negatives),
@@ -48,18 +48,21 @@ class NegativeSampler:
         return torch.from_numpy(mask)
 
     def mine(self, pool_vectors: np.ndarray, epoch: int) -> None:
-        """Find each train quote's nearest other train quotes by inner product of their vectors, after the
-        hard_skip nearest (one row per quote of `pool`, in its order)."""
+        """From this epoch's vectors of the train quotes (one row per quote of `pool`, in its order): keep them
+        as the cache, and find each one's nearest other train quotes by inner product, after the hard_skip
+        nearest, as its hard negatives (each only where the config asks for it)."""
         vectors = torch.from_numpy(np.ascontiguousarray(pool_vectors, dtype=np.float32))
+        self.mined_epoch = epoch
         if self.config.cache:
             self.cached_vectors = vectors
+        if not self.config.hard:
+            return
         similarity = vectors @ vectors.T
         similarity.fill_diagonal_(float("-inf"))
         skip = min(self.config.hard_skip, len(self.pool) - 2)
         width = min(skip + self.config.hard_pool, len(self.pool) - 1)
         nearest = similarity.topk(width, dim=1).indices.numpy()[:, skip:]
         self.hard_table = self.pool[nearest]
-        self.hard_epoch = epoch
 
     def sample(self, sample_ids: Sequence[int], gold_ids: Sequence[int], epoch: int) -> np.ndarray:
         """Negative quote ids, shape (len(sample_ids), count), for the contexts of one batch."""
@@ -95,13 +98,13 @@ class NegativeSampler:
     def state_dict(self) -> dict[str, object]:
         """The mined table, the vector cache and their epoch, so a run resumed mid-epoch uses the same ones."""
         return {
-            "epoch": self.hard_epoch,
+            "epoch": self.mined_epoch,
             "table": torch.from_numpy(self.hard_table.copy()),
             "cache": self.cached_vectors,
         }
 
     def load_state_dict(self, state: dict[str, object]) -> None:
         """Restore what `state_dict` returned."""
-        self.hard_epoch = int(state["epoch"])
+        self.mined_epoch = int(state["epoch"])
         self.hard_table = state["table"].numpy().astype(np.int64)
         self.cached_vectors = state["cache"]
