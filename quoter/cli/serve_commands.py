@@ -54,7 +54,8 @@ StateOption = Annotated[
         envvar=STATE_ENV,
         file_okay=False,
         help="A writable folder for the live quote changes (DIR/LANG/), e.g. when bundles or quote sets are "
-        "read-only. Default: the bundle folder for its own quotes, FILE.live/ for a quote set FILE.",
+        "read-only. Default: the bundle folder for its own quotes, FILE.live/ for a quote set FILE, and "
+        "$XDG_STATE_HOME/quoter (~/.local/state/quoter) for the built-in default.",
     ),
 ]
 
@@ -142,8 +143,12 @@ def serve_command(
     import uvicorn
 
     from quoter.serving.app import AppConfig, create_app
-    from quoter.serving.hosting import default_bundles, load_hosted
-    from quoter.serving.recommender import Recommender
+    from quoter.serving.hosting import (
+        can_save_changes,
+        default_recommenders,
+        default_state_folder,
+        load_hosted,
+    )
 
     recommender_config = settings.recommender_config(settings.batching)
     set_threads(settings.threads)
@@ -155,7 +160,11 @@ def serve_command(
         languages = list(dict.fromkeys(lang or list(Language)))
         names = ", ".join(language.value for language in languages)
         typer.echo(f"no --bundle given: building zero-shot bundles for {names}", err=True)
-        recommenders = [Recommender(b, recommender_config) for b in default_bundles(languages)]
+        recommenders = default_recommenders(languages, recommender_config, state)
+        saved_in = state or default_state_folder()
+        typer.echo(f"quotes added or removed are saved in {saved_in}/LANG (--state DIR to change)", err=True)
+        if not all(can_save_changes(saved_in / language.value) for language in languages):
+            typer.echo(f"{saved_in} is read-only: adding or removing quotes needs a writable --state DIR", err=True)
     limits = settings.limits
     app = create_app(recommenders, AppConfig(api_key=key, limits=limits))
     host, port = settings.host, settings.port
@@ -206,16 +215,15 @@ def batch_command(
     if quotes is not None and bundle is None:
         raise QuoterError("--quotes needs the --bundle whose quote encoder made the quote set")
     from quoter.serving.batch_job import read_contexts, run_batch
-    from quoter.serving.hosting import default_bundles, hosted_recommender
-    from quoter.serving.recommender import Recommender
+    from quoter.serving.hosting import default_recommenders, hosted_recommender
 
     contexts = read_contexts(input)
     set_threads(settings.threads)
     recommender_config = settings.recommender_config()
+    # Quotes a server added to or removed from the served set count here too.
     if bundle is None:
-        recommender = Recommender(default_bundles([lang])[0], recommender_config)
+        recommender = default_recommenders([lang], recommender_config, state)[0]
     else:
-        # Quotes a server added to or removed from the served set count here too.
         recommender = hosted_recommender(bundle, recommender_config, quotes, state)
     typer.echo(f"context encoder runtime: {recommender.runtime.describe()}", err=True)
     ranked = run_batch(recommender, contexts, output, settings.batch, resume)

@@ -5,7 +5,9 @@ language.
 
 Live quote changes are saved beside what is served: in the bundle folder (`quote_index/`) for its own
 quotes, in `FILE.live/` for a quote set file, or, with a state folder (`--state DIR`, `$QUOTER_STATE`),
-in `DIR/LANG/`; a read-only bundle or quote set serves as it is and needs a state folder for changes."""
+in `DIR/LANG/`; a read-only bundle or quote set serves as it is and needs a state folder for changes. The
+built-in default has no folder of its own: its changes go to `DIR/LANG/` of the state folder, by default
+`$XDG_STATE_HOME/quoter` (`~/.local/state/quoter`)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,14 @@ from quoter.serving.recommender import Recommender, RecommenderConfig
 
 # Where a quote set file's live changes go, unless a state folder is given: FILE + this suffix.
 LIVE_SUFFIX = ".live"
+STATE_HOME_ENV = "XDG_STATE_HOME"
+STATE_HOME = "~/.local/state"  # the XDG base directory specification's default for $XDG_STATE_HOME
+
+
+def default_state_folder() -> Path:
+    """Where the built-in default keeps live quote changes when no state folder is given:
+    $XDG_STATE_HOME/quoter, else ~/.local/state/quoter."""
+    return Path(os.environ.get(STATE_HOME_ENV) or STATE_HOME).expanduser() / "quoter"
 
 
 def parse_language_spec(spec: str, option: str = "--bundle") -> tuple[Language, Path]:
@@ -99,6 +109,15 @@ def load_hosted(
 # The built-in bank's quotes are read with their glosses and sources: this raised the writer's check of
 # every language (benchmarks/quality.py) and the valid MRR of the en and zh-modern dev sets.
 DEFAULT_GLOSS = True
+
+
+def default_recommenders(
+    languages: Sequence[Language], config: RecommenderConfig, state: Path | None = None
+) -> list[Recommender]:
+    """Recommenders over the built-in default of each language, whose live changes are read from and saved to
+    `state/LANG/` (None: default_state_folder())."""
+    root = default_state_folder() if state is None else state
+    return [Recommender(b, config, state=root / b.language.value) for b in default_bundles(languages)]
 
 
 def default_bundles(languages: Sequence[Language]) -> list[Bundle]:

@@ -23,7 +23,7 @@ from quoter.errors import InputError, QuoterError
 from quoter.quote_set import QuoteSet, encode_quote_set
 from quoter.serving.index_config import IndexConfig
 from quoter.serving.quote_index import QuoteIndex
-from quoter.serving.quote_store import QuoteStore, StoredQuotes
+from quoter.serving.quote_store import QuoteStore, StoredQuotes, StoreOrigin
 
 LIVE_FOLDER = "quote_index"
 
@@ -102,10 +102,12 @@ class LiveQuotes:
         folder: Path | None = None,
     ) -> LiveQuotes:
         """`quotes`, or the live set saved in `folder` (a bundle folder) if there is one; changes are saved
-        there from now on (None: kept in memory)."""
+        there from now on (None: kept in memory). A saved set whose changes were made to other `quotes` (or
+        vectors of another encoder) is refused."""
         store = None
         if folder is not None:
-            store, quotes = QuoteStore.open(Path(folder) / LIVE_FOLDER, quotes)
+            origin = StoreOrigin.of(quotes, encoder.identity)
+            store, quotes = QuoteStore.open(Path(folder) / LIVE_FOLDER, quotes, origin)
         index = QuoteIndex(np.array(list(quotes.records), dtype=np.int64), quotes.vectors, config)
         return cls(quotes.records, index, encoder, store, quotes.next_id)
 

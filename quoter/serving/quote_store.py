@@ -8,6 +8,7 @@ after it:
     quote_index/changes.G.jsonl     the changes since snapshot G, one line each: an added quote as above, or
                                     {"removed": id}; a change is acknowledged only once its line is fsynced
     quote_index/lock                locked (flock) by the one process that changes the set
+    quote_index/origin.json         which base set the changes were made to: {"quotes", "encoder", "digest"}
 
 Without a snapshot the set starts from the bundle's own quotes (ids = line numbers) as generation 0.
 Opening replays the log over the snapshot; a last line cut short by a crash was never acknowledged and is
@@ -17,6 +18,10 @@ then is the old log deleted; so a restart replays at most that many changes more
 the compaction, paid once per that many changes, costs each change the same whatever the size. A kill
 at any moment leaves either snapshot G with its log or snapshot G + 1; what is left over (temporary files,
 the logs of older generations) is deleted at the next open.
+
+The changes only mean something over the base set they were made to (its ids, its quote encoder): the first
+change records that base's origin, and a store opened over another base (a newer built-in bank, another
+model, another bundle given the same state folder) is refused rather than mixed with it.
 
 One process changes a set: its first change takes the lock and keeps it. A process whose copy of the set
 is out of date (another one changed it since it was read) is refused, so no id is ever given twice.
@@ -28,17 +33,18 @@ import base64
 import contextlib
 import errno
 import fcntl
+import hashlib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import faiss
 import numpy as np
 
-from quoter.atomic_files import fsync_path
+from quoter.atomic_files import fsync_path, write_json_atomic
 from quoter.errors import InputError, QuoterError
 from quoter.quote_record import QuoteRecord
 
@@ -46,6 +52,7 @@ STORE_FORMAT = "quoter-quote-set"
 STORE_VERSION = 1
 SNAPSHOT_FILE = "snapshot.jsonl"
 LOCK_FILE = "lock"
+ORIGIN_FILE = "origin.json"
 TEMPORARY_SUFFIX = ".tmp"
 # The layout before the log: a faiss index, the records and the next id, rewritten whole at every change.
 LEGACY_FILES = ("index.faiss", "quotes.jsonl", "settings.json")
@@ -60,6 +67,44 @@ class StoredQuotes:
     records: dict[int, QuoteRecord]
     vectors: np.ndarray
     next_id: int
+
+
+@dataclass(frozen=True)
+class StoreOrigin:
+    """The base set a store's changes were made to: its size, the quote encoder that made its vectors, and a
+    digest of its ids and records."""
+
+    quotes: int
+    encoder: str
+    digest: str
+
+    @classmethod
+    def of(cls, base: StoredQuotes, encoder: str | None) -> StoreOrigin:
+        """The origin of `base`, whose vectors `encoder` (an identity; None: an encoder never saved) made."""
+        digest = hashlib.sha256()
+        for quote_id, record in base.records.items():
+            digest.update(json.dumps([quote_id, record.to_json()], ensure_ascii=False).encode("utf-8"))
+        return cls(len(base.records), str(encoder), digest.hexdigest())
+
+    def describe(self) -> str:
+        return f"{self.quotes:,} quotes encoded by {self.encoder}"
+
+
+def _check_origin(folder: Path, origin: StoreOrigin | None) -> None:
+    """Refuse a store whose changes were made to another base set than `origin` (None: any base)."""
+    path = folder / ORIGIN_FILE
+    if origin is None or not path.is_file():
+        return
+    try:
+        saved = StoreOrigin(**json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        raise InputError('expected {"quotes", "encoder", "digest"}', path=path) from None
+    if saved != origin:
+        raise InputError(
+            f"holds quote changes made to another quote set ({saved.describe()}), not to the one served now "
+            f"({origin.describe()}): serve the set they were made to, or move the folder away to start afresh",
+            path=folder,
+        )
 
 
 def log_name(generation: int) -> str:
@@ -196,8 +241,9 @@ def _read_legacy(folder: Path) -> StoredQuotes | None:
 class QuoteStore:
     """The saved changes of one live quote set (see the module's docstring); open it with `QuoteStore.open`."""
 
-    def __init__(self, folder: Path, generation: int, log_size: int) -> None:
+    def __init__(self, folder: Path, generation: int, log_size: int, origin: StoreOrigin | None = None) -> None:
         self.folder = folder
+        self._origin = origin
         self._generation = generation
         self._log_size = log_size  # bytes of acknowledged changes in the log
         # Both open from the first change on; file objects, so that the lock goes with the store.
@@ -205,11 +251,15 @@ class QuoteStore:
         self._log_file: BinaryIO | None = None
 
     @classmethod
-    def open(cls, folder: Path, base: StoredQuotes) -> tuple[QuoteStore, StoredQuotes]:
+    def open(
+        cls, folder: Path, base: StoredQuotes, origin: StoreOrigin | None = None
+    ) -> tuple[QuoteStore, StoredQuotes]:
         """The store in `folder` and the quote set saved there, or `base` (the bundle's quotes) when nothing
-        was saved. Leftovers are deleted and the log compacted unless another process holds the lock."""
+        was saved; `origin`: the base's, which changes saved there must have been made to (None: unchecked).
+        Leftovers are deleted and the log compacted unless another process holds the lock."""
         if not folder.is_dir():
-            return cls(folder, 0, 0), base
+            return cls(folder, 0, 0, origin), base
+        _check_origin(folder, origin)
         try:
             lock_fd: int | None = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError:
@@ -225,7 +275,7 @@ class QuoteStore:
             # Closing the descriptor drops the lock: the first change takes it again.
             if lock_fd is not None:
                 os.close(lock_fd)
-        return cls(folder, generation, log_size), quotes
+        return cls(folder, generation, log_size, origin), quotes
 
     def add(self, quote_id: int, record: QuoteRecord, vector: np.ndarray) -> None:
         """Save an added quote; once this returns, it survives a crash."""
@@ -267,7 +317,14 @@ class QuoteStore:
             raise QuoterError(
                 f"{self.folder}: another process changed these quotes since they were loaded; restart to load them"
             )
-        self._log_file = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT, 0o644), "wb", buffering=0)
+        try:
+            if self._origin is not None and not (self.folder / ORIGIN_FILE).exists():
+                write_json_atomic(self.folder / ORIGIN_FILE, asdict(self._origin))
+            log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT, 0o644)
+        except OSError as error:
+            lock_file.close()
+            raise QuoterError(f"{self.folder}: cannot save quote changes here ({error.strerror})") from None
+        self._log_file = os.fdopen(log_fd, "wb", buffering=0)
         fsync_path(self.folder)
         self._lock_file = lock_file
         return self._log_file
