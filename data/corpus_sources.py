@@ -9,7 +9,7 @@ Marks each corpus file with the names a quote's `source` field would use for it,
 * Chinese books (`zh-classical/books`, `zh-modern/cm_translations`): the book name, plus the author for
   the books whose pieces the quote lists attribute to an author (e.g. 古文观止's "左丘明《...》" from 国语).
 
-Usage: python data/corpus_sources.py MANIFEST.tsv > sources.tsv
+Usage: python data/corpus_sources.py MANIFEST.tsv SOURCES.tsv (written whole or not at all)
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+
+from quoter.atomic_files import write_text_atomic
 
 # Folders that are not one author's works.
 UNMARKED_AUTHORS = {"Morley, Henry"}
@@ -79,12 +81,16 @@ def manifest_sources(manifest: Path) -> list[tuple[str, str]]:
 
 
 def main() -> None:
-    """Print the sources file of the MANIFEST.tsv given as the only argument."""
-    if len(sys.argv) != 2:
-        sys.exit("usage: python data/corpus_sources.py MANIFEST.tsv > sources.tsv")
-    print("file\tsource")
-    for file, name in manifest_sources(Path(sys.argv[1])):
-        print(f"{file}\t{name}")
+    """Write the sources file of the MANIFEST.tsv given first to the file given second; a manifest that
+    cannot be read is one line."""
+    if len(sys.argv) != 3:
+        sys.exit("usage: python data/corpus_sources.py MANIFEST.tsv SOURCES.tsv")
+    manifest, out = Path(sys.argv[1]), Path(sys.argv[2])
+    try:
+        rows = manifest_sources(manifest)
+    except OSError as error:
+        sys.exit(f"{manifest}: cannot read the manifest: {error.strerror}")
+    write_text_atomic(out, "file\tsource\n" + "".join(f"{file}\t{name}\n" for file, name in rows))
 
 
 if __name__ == "__main__":

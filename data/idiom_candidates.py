@@ -47,6 +47,7 @@ import jieba
 import numpy as np
 from idiom_dictionary import read_idioms
 
+from quoter.atomic_files import write_text_atomic
 from quoter.datasets import load_dataset
 
 SEED = 13
@@ -207,11 +208,10 @@ def main() -> None:
     pool = read_pool(args.idioms, list(dict.fromkeys(quotes)))
     chooser = CandidateChooser(pool, args.seed)
     out = args.dir / "candidates.jsonl"
-    with out.open("w", encoding="utf-8") as file:
-        written = 0
-        for record in candidate_lines(quotes, test, chooser, args.seed):
-            file.write(json.dumps(record, ensure_ascii=False) + "\n")
-            written += 1
+    records = candidate_lines(quotes, test, chooser, args.seed)
+    lines = [json.dumps(record, ensure_ascii=False) + "\n" for record in records]
+    write_text_atomic(out, "".join(lines))  # whole or not at all: a build that stops leaves no half file
+    written = len(lines)
     seconds = time.perf_counter() - started
     print(f"{out}: {written:,} test lines, 7 candidates each, from a pool of {len(pool):,} ({seconds:.1f} s)")
 

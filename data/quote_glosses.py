@@ -26,6 +26,7 @@ from pathlib import Path
 
 from idiom_dictionary import Idiom, read_idioms
 
+from quoter.atomic_files import write_text_atomic
 from quoter.datasets import load_dataset
 from quoter.datasets.mining.quote_lists import collapse_whitespace, read_quote_list
 from quoter.evaluation.candidates import read_candidates
@@ -57,7 +58,7 @@ def glossed(quotes: list[str], idioms: dict[str, Idiom], sources: dict[str, str]
 def write_glosses(path: Path, records: list[QuoteRecord]) -> None:
     """Write the records as a quote list with the header `quote<TAB>source<TAB>gloss`."""
     lines = ["quote\tsource\tgloss\n", *(f"{r.text}\t{r.source}\t{r.gloss}\n" for r in records)]
-    path.write_text("".join(lines), encoding="utf-8")
+    write_text_atomic(path, "".join(lines))
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ import ctypes
 import errno
 import json
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -16,10 +17,11 @@ from quoter.errors import InputError
 
 
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file in the same folder, then rename it into place."""
+    """Write `data` to `path` through a temporary file in the same folder, then rename it into place. The
+    file gets the mode a plain open gives (0666 less the umask)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _new_temporary_file(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -41,16 +43,54 @@ def write_json_atomic(path: str | Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
-def check_output_file(path: Path, what: str = "output") -> None:
-    """Refuse, before any work, a path where the file `what` cannot be written: a folder, or a place without
-    a writable folder."""
+def _new_temporary_file(path: Path) -> tuple[int, str]:
+    """Create an empty file beside `path`, open for writing, under a fresh name. Unlike mkstemp's 0600, its
+    mode is what the umask leaves of 0666, so the file renamed into place is as readable as any other."""
+    while True:
+        name = str(path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp"))
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666), name
+        except FileExistsError:
+            continue
+
+
+def check_output_file(path: Path, option: str) -> None:
+    """Refuse, before any work, a path given by `option` (such as "--out") where a file cannot be written: a
+    folder, something there that is no regular file (a device, a pipe), or a place whose nearest existing
+    folder does not take a new file. That is tried rather than read from the permissions, which root passes
+    even where nothing can be created (/proc, /sys)."""
     if path.is_dir():
-        raise InputError(f"is a folder; give the {what} a file name", path=path)
+        raise InputError(f"is a folder; give {option} a file name", path=path)
+    if path.exists() and not path.is_file():
+        raise InputError(f"is not a regular file; give {option} a file name", path=path)
     folder = path.parent
     while not folder.exists():  # the folders still missing are created when the file is written
         folder = folder.parent
-    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-        raise InputError(f"cannot write the {what} here: {folder} is not a writable folder", path=path)
+    if not folder.is_dir():
+        raise InputError(f"cannot write {option} here: {folder} is not a folder", path=path)
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        message = f"cannot write {option} here: {folder} takes no new file ({error.strerror})"
+        raise InputError(message, path=path) from None
+
+
+def check_not_an_input(path: Path, option: str, inputs: dict[str, Path | None]) -> None:
+    """Refuse to write `path` (given by `option`) when it is one of the files the command reads, given by
+    the options `inputs` (None: not given); by another path or through a link too."""
+    for input_option, input_path in inputs.items():
+        if input_path is not None and _same_file(path, input_path):
+            raise InputError(f"{option} would overwrite the {input_option} file; give another file name", path=path)
+
+
+def _same_file(first: Path, second: Path) -> bool:
+    if first.resolve() == second.resolve():
+        return True
+    try:
+        return os.path.samefile(first, second)  # hard links
+    except OSError:  # one of them does not exist
+        return False
 
 
 FOLDER_MODE = 0o755  # mkdtemp makes 0700 folders; caches and saved encoders are meant to be shared

@@ -50,6 +50,7 @@ from quoter.languages import Language
 from quoter.quote_record import QuoteRecord
 from quoter.quote_set import QuoteSet, encode_quote_set
 from quoter.ranking import Ranker
+from quoter.text_lines import json_object
 
 BUNDLE_FORMAT = "quoter-bundle"
 BUNDLE_VERSION = 2
@@ -218,9 +219,10 @@ def read_quote_records(path: Path) -> list[QuoteRecord]:
     except FileNotFoundError:
         raise InputError("not a Quoter bundle (quotes file missing)", path=path) from None
     for number, line in enumerate(lines, start=1):
+        item = json_object(line, path, number, '{"quote": ..., "source": ...}')
         try:
-            records.append(QuoteRecord.from_json(json.loads(line)))
-        except (json.JSONDecodeError, KeyError, TypeError):
+            records.append(QuoteRecord.from_json(item))
+        except (KeyError, TypeError):
             raise InputError('expected {"quote": ..., "source": ...}', path=path, line=number) from None
     return records
 
@@ -233,10 +235,10 @@ def read_known_contexts(path: Path, n_quotes: int) -> list[Sample]:
         raise InputError("a hybrid bundle needs its known contexts, and the file is missing", path=path) from None
     samples = []
     for number, line in enumerate(lines, start=1):
+        item = json_object(line, path, number, '{"left": ..., "right": ..., "quote_id": ...}')
         try:
-            item = json.loads(line)
             sample = Sample(str(item["left"]), int(item["quote_id"]), str(item["right"]), number)
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError):
             raise InputError('expected {"left": ..., "right": ..., "quote_id": ...}', path=path, line=number) from None
         if not 0 <= sample.quote_id < n_quotes:
             raise InputError(f"quote_id {sample.quote_id} is not a quote of the bundle", path=path, line=number)

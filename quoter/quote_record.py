@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
+
+# What a reader sees of a text: letters, numbers, punctuation and symbols (Unicode categories L, N, P, S).
+# White space, control and format characters (the zero-width ones, U+200B..U+200D, U+2060, U+FEFF) and
+# combining marks show nothing on their own.
+VISIBLE_CATEGORIES = frozenset("LNPS")
+# The same rule as a JSON Schema pattern (ECMA-262): the text has one such character somewhere.
+VISIBLE_TEXT_PATTERN = r"[\p{L}\p{N}\p{P}\p{S}]"
+
+
+def has_visible_text(text: str) -> bool:
+    """Whether `text` shows anything: a letter, number, punctuation mark or symbol, not only white space,
+    control, zero-width or combining characters. A quote without one is no quote."""
+    return any(unicodedata.category(char)[0] in VISIBLE_CATEGORIES for char in text)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,14 +33,88 @@ def decoded_lines(path: Path, kind: str = "file") -> Iterator[tuple[int, str]]:
 
 def json_object(text: str, path: Path, line: int, expected: str) -> dict[str, Any]:
     """The JSON object on one line of a JSON lines file; invalid JSON is an InputError at path:line with the
-    parser's complaint, any other JSON value one that says what was `expected`."""
+    parser's complaint, any other JSON value one that says what was `expected`. So are values Python cannot
+    take in: arrays or objects nested more than MAX_NESTING deep, and integers longer than Python converts
+    (sys.get_int_max_str_digits), these with the field that holds them."""
     try:
         item = json.loads(text)
     except json.JSONDecodeError as error:
         raise InputError(f"not valid JSON: {error.msg}", path=path, line=line) from None
+    except RecursionError:  # nested too deeply for the parser itself
+        raise _too_deep(path, line) from None
+    except ValueError:  # the one other complaint of the parser: an integer too long to convert
+        raise _too_long_integer(text, path, line) from None
+    if _brackets(text) > MAX_NESTING and _nesting(item) > MAX_NESTING:
+        raise _too_deep(path, line)
     if not isinstance(item, dict):
         raise InputError(f"expected {expected}", path=path, line=line)
     return item
+
+
+# Far deeper than any record Quoter reads, and far below the recursion limit, under which writing such a
+# value back (json.dumps of a batch context's id) must also stay.
+MAX_NESTING = 100
+
+
+def _too_deep(path: Path, line: int) -> InputError:
+    return InputError(f"JSON nested more than {MAX_NESTING} levels deep", path=path, line=line)
+
+
+def _too_long_integer(text: str, path: Path, line: int) -> InputError:
+    """The error for a line holding an integer too long for Python, naming the field it is in: the line is
+    parsed again with such integers replaced by a marker, then the marker is looked for."""
+    marker, too_long = object(), []
+
+    def integer(digits: str) -> Any:
+        try:
+            return int(digits)
+        except ValueError:
+            too_long.append(digits)
+            return marker
+
+    try:
+        item = json.loads(text, parse_int=integer)
+    except RecursionError:  # nested too deeply after the integer, where the first parse stopped
+        return _too_deep(path, line)
+    digits = len(too_long[0].lstrip("-"))
+    message = f"an integer of {digits:,} digits; Python reads at most {sys.get_int_max_str_digits():,}"
+    return InputError(message, path=path, line=line, field=_field_holding(item, marker))
+
+
+def _brackets(text: str) -> int:
+    """An upper bound of the nesting of a JSON text, cheap enough to spare most lines the exact count."""
+    return text.count("[") + text.count("{")
+
+
+def _children(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return list(value.values())
+    return value if isinstance(value, list) else []
+
+
+def _nesting(value: Any) -> int:
+    """How deeply arrays and objects are nested in a parsed JSON value (counted without recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in _children(node))
+    return deepest
+
+
+def _field_holding(item: Any, marker: object) -> str | None:
+    """The key of the object `item` under which `marker` lies, at any depth; None if `item` is no object."""
+    if not isinstance(item, dict):
+        return None
+    for key, value in item.items():
+        stack = [value]
+        while stack:
+            node = stack.pop()
+            if node is marker:
+                return str(key)
+            stack.extend(_children(node))
+    return None
 
 
 def check_text(value: str, path: Path, line: int, field: str) -> str:

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 import torch
+from transformers import BertModel, BertTokenizerFast
 
 from quoter.bundle import Bundle, QuoteRecord
 from quoter.bundle_upgrade import upgrade_bundle
@@ -18,6 +19,7 @@ from quoter.ranking import Query
 from quoter.sememes.alignment import SememeAnnotator
 from quoter.sememes.sources import LexiconConfig, load_lexicon
 from tests.encoder_fixtures import tiny_model, tiny_tokenizer
+from tests.training_fixtures import write_model
 
 QUOTES = [
     QuoteRecord("学而时习之，不亦说乎", "《论语·学而》"),
@@ -119,12 +121,25 @@ def test_glosses_are_saved_with_the_quotes(chinese_bundle, tmp_path):
 
 
 def test_a_zero_shot_bundle_from_a_local_model(tmp_path):
-    tokenizer = tiny_tokenizer(tmp_path / "model")
-    tiny_model(tokenizer).save_pretrained(tmp_path / "model")
-    bundle = Bundle.zero_shot(Language.ZH, QUOTES, model=str(tmp_path / "model"))
-    assert bundle.quote_vectors.shape == (3, 16)
-    assert bundle.ranker().score(QUERIES).shape == (2, 3)
+    # Weights drawn wide, as for training's tests: with the tiny model's own, all vectors are nearly alike.
+    folder = write_model(tmp_path / "model")
+    bundle = Bundle.zero_shot(Language.ZH, QUOTES, model=str(folder))
     assert bundle.quote_encoder.annotator is None and bundle.info["trained"] is False
+    # A plain BERT is read as the paper reads it: a quote at [CLS], a context at the [MASK] standing in its gap.
+    model, tokenizer = BertModel.from_pretrained(folder), BertTokenizerFast.from_pretrained(folder)
+
+    def state(ids: list[int], position: int) -> np.ndarray:
+        with torch.no_grad():
+            return model(torch.tensor([ids])).last_hidden_state[0, position].numpy()
+
+    quotes = np.stack([state(tokenizer(quote.text)["input_ids"], 0) for quote in QUOTES])
+    np.testing.assert_allclose(bundle.quote_vectors, quotes, rtol=1e-5, atol=1e-5)
+    contexts = []
+    for query in QUERIES:
+        left, right = (tokenizer(side, add_special_tokens=False)["input_ids"] for side in (query.left, query.right))
+        ids = [tokenizer.cls_token_id, *left, tokenizer.mask_token_id, *right, tokenizer.sep_token_id]
+        contexts.append(state(ids, len(left) + 1))
+    np.testing.assert_allclose(bundle.ranker().score(QUERIES), np.stack(contexts) @ quotes.T, rtol=1e-5, atol=1e-4)
 
 
 def test_vectors_must_match_the_quotes(chinese_bundle):

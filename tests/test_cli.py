@@ -44,12 +44,18 @@ def test_evaluate_prints_a_table_and_writes_the_metrics(planted, tmp_path, metho
     assert metrics["mrr"] == 1.0
 
 
-def test_evaluate_valid_split_and_left_only(planted, tmp_path):
+def test_evaluate_valid_split_and_left_only(write_dataset, tmp_path):
+    rows = planted_rows()
+    # Each valid context gets the next one's left side: by that side alone, BM25 gives the gold quote no score,
+    # so it ranks last of the 6 quotes (ties count against it); by both sides, or in test, it ranks near the top.
+    rows[18:24] = [(rows[18 + (i + 1) % 6][0], quote, right) for i, (_, quote, right) in enumerate(rows[18:24])]
+    data = write_dataset(rows, {"train": [0, 18], "valid": [18, 24], "test": [24, 30]})
     out = tmp_path / "m.json"
-    result = quoter("evaluate", "--data", str(planted), "--split", "valid", "--left-only", "--out", str(out))
+    result = quoter("evaluate", "--data", str(data), "--split", "valid", "--left-only", "--out", str(out))
     assert result.returncode == 0, result.stderr
     metrics = json.loads(out.read_text())
     assert metrics["split"] == "valid" and metrics["left_only"] is True
+    assert (metrics["n"], metrics["mean_rank"], metrics["mrr"]) == (6, 6.0, pytest.approx(1 / 6))
 
 
 def test_evaluate_runs_on_the_built_in_example_without_arguments():
@@ -68,7 +74,7 @@ def test_evaluate_runs_on_the_built_in_example_without_arguments():
         (["evaluate", "--data", "{planted}", "--part", "english"], "official 'english' part needs more"),
         (["data", "stats", "{planted}", "{planted}", "--splits", "x.json"], "--splits belongs to one data file"),
         # Refused before the data is even read, so never after an evaluation.
-        (["evaluate", "--data", "{bad}", "--out", "."], ".: is a folder; give the metrics file a file name"),
+        (["evaluate", "--data", "{bad}", "--out", "."], ".: is a folder; give --out a file name"),
         (["evaluate", "--method", "bundle", "--bundle", "{bad}"], "bad.txt: not a Quoter bundle: a file there"),
     ],
 )
@@ -92,9 +98,10 @@ def test_data_stats_prints_tables_1_and_4(planted):
 
 
 def test_evaluate_with_candidates_reports_the_multiple_choice_accuracy(planted, tmp_path):
-    # Test lines 24-29; the candidates of line 24 include a quote the file does not have.
+    # Test lines 24-29; the candidates of line 24 include quotes the file does not have, one of which (the key
+    # words of its context alone, in a shorter quote) BM25 ranks above the gold quote. Line 25's gold quote wins.
     lines = [
-        {"line": 24, "candidates": ["a rolling stone gathers no moss", "moss grows on a stone"]},
+        {"line": 24, "candidates": ["a rolling stone gathers no moss", "moss grows on a stone", "stone moss rolling"]},
         {"line": 25, "candidates": ["knowledge itself is power", "fortune favours the brave"]},
     ]
     candidates = tmp_path / "candidates.jsonl"
@@ -106,7 +113,7 @@ def test_evaluate_with_candidates_reports_the_multiple_choice_accuracy(planted, 
     assert result.returncode == 0, result.stderr
     assert "ranking all 6 quotes" in result.stdout and "Multiple choice" in result.stdout
     metrics = json.loads(out.read_text())
-    assert metrics["candidate_n"] == 2 and metrics["quotes"] == 6 and 0 <= metrics["candidate_accuracy"] <= 1
+    assert metrics["candidate_n"] == 2 and metrics["quotes"] == 6 and metrics["candidate_accuracy"] == 0.5
     candidates.write_text(json.dumps({"line": 24, "candidates": ["fortune favours the brave", "x"]}) + "\n")
     bad = quoter("evaluate", "--method", "bm25", "--data", str(planted), "--candidates", str(candidates))
     assert bad.returncode == 2 and "candidates.jsonl:1" in bad.stderr and "Traceback" not in bad.stderr

@@ -82,6 +82,7 @@ def test_unknown_part_names_the_known_ones(write_dataset):
         (b"a\tq\tb\nonly two\tfields\n", 2, "expected 3 tab-separated fields"),
         (b"a\tq\tb\na\tq\tb\tc\n", 2, "found 4"),
         (b"a\tq\tb\na\t \tb\n", 2, "the quote is empty"),
+        ("a\tq\tb\na\t\u200b\ufeff\u0301\tb\n".encode(), 2, "the quote is empty"),
         (b"a\tq\tb\n\n", 2, "found 1"),
         (b"a\tq\tb\na\tq\t\xff\xfe\n", 2, "not valid UTF-8"),
     ],

@@ -21,6 +21,8 @@ from fastapi import FastAPI
 from playwright.async_api import Page, Request, Route, async_playwright
 
 from quoter.languages import Language
+from quoter.quote_record import QuoteRecord
+from quoter.quote_set import encode_quote_set
 from quoter.serving.app import create_app
 from quoter.serving.recommender import Recommender
 from tests.serving_fixtures import tiny_bundle
@@ -39,6 +41,69 @@ SHOWN_RESULTS = """() => Array.from(document.querySelectorAll('[data-testid="res
     probability: Number(item.dataset.probability),
 }))"""
 SETTLED = """() => ['ready', 'error'].includes(document.querySelector('[data-testid="results"]').dataset.state)"""
+# Lists in window.answersRead the left context of each /recommend answer once the page's script has read it: the
+# entry is made by a task queued when the body is parsed, so it runs after the page's own code that awaited it.
+ANSWERS_READ = """(() => {
+    window.answersRead = [];
+    const fetchOfPage = window.fetch;
+    window.fetch = async (resource, options) => {
+        const response = await fetchOfPage(resource, options);
+        if (options && options.body) {
+            const left = JSON.parse(options.body).left;
+            const json = response.json.bind(response);
+            response.json = async () => {
+                try {
+                    return await json();
+                } finally {
+                    const channel = new MessageChannel();
+                    channel.port1.onmessage = () => window.answersRead.push(left);
+                    channel.port2.postMessage(null);
+                }
+            };
+        }
+        return response;
+    };
+})()"""
+# Longer than the page's debounce pause, for a page whose clock the test moves on.
+PAUSE_MS = 1000
+# Quotes that end in punctuation, which Insert fits to the text around the gap.
+BRIDGE = "Don't cross the bridge until you come to it."
+RAVEN = 'Quoth the Raven, "Nevermore."'
+PERSEVERANCE = "只要功夫深，铁杵磨成针。"
+# (text with a gap, quote inserted, the text after Insert)
+INSERTIONS = [
+    # The sentence goes on after the gap: the quote's full stop goes.
+    (
+        "When the new bridge opened a year late, the mayor only said that [] and cut the ribbon.",
+        BRIDGE,
+        "When the new bridge opened a year late, the mayor only said that "
+        "Don't cross the bridge until you come to it and cut the ribbon.",
+    ),
+    ("The poem ends with [] and silence.", RAVEN, 'The poem ends with Quoth the Raven, "Nevermore" and silence.'),
+    # It goes on past the writer's closing marks, after which no space is added.
+    ("The mayor said “[]” and left.", BRIDGE, "The mayor said “Don't cross the bridge until you come to it” and left."),
+    ("The mayor said ([]) and left.", BRIDGE, "The mayor said (Don't cross the bridge until you come to it) and left."),
+    # The writer's own mark follows: it replaces the quote's.
+    ("The mayor said [], and left.", BRIDGE, "The mayor said Don't cross the bridge until you come to it, and left."),
+    ("The mayor said [].", BRIDGE, "The mayor said Don't cross the bridge until you come to it."),
+    # The text ends, or a new sentence or line begins: the quote keeps its full stop.
+    ("The mayor said: []", BRIDGE, "The mayor said: Don't cross the bridge until you come to it."),
+    (
+        "He shrugged. [] Then he left.",
+        BRIDGE,
+        "He shrugged. Don't cross the bridge until you come to it. Then he left.",
+    ),
+    ("The mayor said []\nand left.", BRIDGE, "The mayor said Don't cross the bridge until you come to it.\nand left."),
+    # Chinese: full-width marks, and no spaces.
+    (
+        "学外语没有捷径，每天坚持背几个单词，[]，时间久了自然就记住了。",
+        PERSEVERANCE,
+        "学外语没有捷径，每天坚持背几个单词，只要功夫深，铁杵磨成针，时间久了自然就记住了。",
+    ),
+    ("老师常说“[]”，我们都记住了。", PERSEVERANCE, "老师常说“只要功夫深，铁杵磨成针”，我们都记住了。"),
+    ("“[]”这句话老师常说。", PERSEVERANCE, "“只要功夫深，铁杵磨成针”这句话老师常说。"),
+    ("老师常说[]", PERSEVERANCE, "老师常说只要功夫深，铁杵磨成针。"),
+]
 
 Scenario = Callable[[Page, str], Awaitable[None]]
 
@@ -73,6 +138,19 @@ def base_url(tmp_path_factory) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="module")
+def punctuation_url(tmp_path_factory) -> Iterator[str]:
+    """A server of English and Chinese quotes that end in punctuation."""
+    folder = tmp_path_factory.mktemp("punctuation")
+    recommenders = []
+    for language, quotes in ((Language.EN, [BRIDGE, RAVEN]), (Language.ZH, [PERSEVERANCE])):
+        bundle = tiny_bundle(folder / language.value, language)
+        records = [QuoteRecord(quote) for quote in quotes]
+        recommenders.append(Recommender(bundle, quotes=encode_quote_set(bundle.quote_encoder, records)))
+    with running_server(create_app(recommenders)) as url:
+        yield url
+
+
 def in_browser(base_url: str, scenario: Scenario) -> None:
     """Open the demo page in headless Chromium and run the scenario on it."""
     executable = shutil.which(CHROMIUM)
@@ -84,6 +162,7 @@ def in_browser(base_url: str, scenario: Scenario) -> None:
             browser = await playwright.chromium.launch(executable_path=executable)
             try:
                 page = await browser.new_page()
+                await page.add_init_script(ANSWERS_READ)
                 await page.goto(base_url + "/")
                 await scenario(page, base_url)
             finally:
@@ -107,6 +186,11 @@ async def settled_results(page: Page) -> list[dict[str, Any]]:
     """The results the page shows once its latest request is answered."""
     await page.wait_for_function(SETTLED)
     return await page.evaluate(SHOWN_RESULTS)
+
+
+async def answer_read(page: Page, left: str) -> None:
+    """Wait until the page's script has read the answer to its request with this left context."""
+    await page.wait_for_function("(left) => window.answersRead.includes(left)", arg=left)
 
 
 async def hold_answers(page: Page, left: str) -> tuple[asyncio.Event, asyncio.Event]:
@@ -141,7 +225,8 @@ def test_the_page_shows_the_top_quotes_of_the_api_and_follows_the_text(base_url)
 
         page.on("request", count)
         languages = page.get_by_test_id("lang").locator("option")
-        await page.wait_for_function("document.querySelectorAll('#lang option').length > 1")
+        # A function, not an expression: the page's CSP forbids eval, which polling an expression needs.
+        await page.wait_for_function("() => document.querySelectorAll('#lang option').length > 1")
         assert await languages.evaluate_all("options => options.map(o => o.value)") == ["", "en", "zh"]
         await page.get_by_test_id("k").fill("4")
 
@@ -178,11 +263,12 @@ def test_an_answer_to_older_text_that_arrives_late_is_dropped(base_url):
         await asyncio.wait_for(held.wait(), timeout=10)
         await page.get_by_test_id("context").fill(AUTOCOMPLETE_TEXT)
         newer = await api_results(base_url, AUTOCOMPLETE_TEXT, "", 5)
+        older = await api_results(base_url, GAP_LEFT, GAP_RIGHT, 5)
+        assert shown_form(older["results"]) != shown_form(newer["results"])  # showing it would be seen
         assert await settled_results(page) == shown_form(newer["results"])
 
-        async with page.expect_event("requestfinished", lambda request: request.post_data_json["left"] == GAP_LEFT):
-            release.set()
-        await page.wait_for_timeout(200)  # time for the page's script to read the late answer
+        release.set()
+        await answer_read(page, GAP_LEFT)
         assert await page.evaluate(SHOWN_RESULTS) == shown_form(newer["results"])
         assert await page.get_by_test_id("results").get_attribute("data-state") == "ready"
 
@@ -192,14 +278,18 @@ def test_an_answer_to_older_text_that_arrives_late_is_dropped(base_url):
 def test_an_answer_that_arrives_while_newer_text_waits_to_be_sent_does_not_settle_the_page(base_url):
     async def scenario(page: Page, base_url: str) -> None:
         held, release = await hold_answers(page, GAP_LEFT)
+        # The page's clock stands still until the test moves it on: only then does the debounce pause end.
+        await page.clock.install(time=0)
+        await page.clock.pause_at(PAUSE_MS)
         await page.get_by_test_id("context").fill(GAP_TEXT)
+        await page.clock.run_for(PAUSE_MS)
         await asyncio.wait_for(held.wait(), timeout=10)
-        # The newer text is typed, then the older answer arrives, most likely within the debounce pause.
+        # The newer text is typed, then the older answer arrives and is read within the debounce pause.
         await page.get_by_test_id("context").fill(AUTOCOMPLETE_TEXT)
-        async with page.expect_event("requestfinished", lambda request: request.post_data_json["left"] == GAP_LEFT):
-            release.set()
-        await page.wait_for_timeout(50)  # time for the page's script to read the answer
-        assert await page.get_by_test_id("results").get_attribute("data-state") in ("pending", "loading")
+        release.set()
+        await answer_read(page, GAP_LEFT)
+        assert await page.get_by_test_id("results").get_attribute("data-state") == "pending"
+        await page.clock.run_for(PAUSE_MS)
         newer = await api_results(base_url, AUTOCOMPLETE_TEXT, "", 5)
         assert await settled_results(page) == shown_form(newer["results"])
 
@@ -235,9 +325,26 @@ def test_insert_puts_the_quote_into_the_gap(base_url):
         await page.get_by_test_id("context").fill(GAP_TEXT)
         best = (await settled_results(page))[0]
         await page.get_by_test_id("result").first.get_by_role("button").click()
-        assert await page.get_by_test_id("context").input_value() == GAP_LEFT + best["quote"] + GAP_RIGHT
+        # A full stop of the quote's goes: the writer's own follows the gap.
+        inserted = GAP_LEFT + best["quote"].rstrip(".") + GAP_RIGHT
+        assert await page.get_by_test_id("context").input_value() == inserted
         # The text changed, so the page ranks again, now for the text as a whole.
-        expected = await api_results(base_url, GAP_LEFT + best["quote"] + GAP_RIGHT, "", 5)
+        expected = await api_results(base_url, inserted, "", 5)
         assert await settled_results(page) == shown_form(expected["results"])
 
     in_browser(base_url, scenario)
+
+
+def test_insert_fits_the_quotes_final_punctuation_to_the_text_around_the_gap(punctuation_url):
+    async def scenario(page: Page, base_url: str) -> None:
+        context = page.get_by_test_id("context")
+        for text, quote, expected in INSERTIONS:
+            await context.fill(text)
+            await settled_results(page)
+            await page.get_by_role("button", name=f"Insert “{quote}” into your text", exact=True).click()
+            assert await context.input_value() == expected
+            # The caret is left right after the quote, where the text after the gap begins.
+            after_gap = text.split("[]", 1)[1]
+            assert await context.evaluate("(area) => area.selectionStart") == len(expected) - len(after_gap)
+
+    in_browser(punctuation_url, scenario)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
+from transformers import BertModel, BertTokenizerFast
 
 from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder, fit_context
@@ -19,12 +20,14 @@ from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.encoders.ranker import EncoderRanker
 from quoter.errors import QuoterError
 from quoter.languages import Language
+from quoter.metrics import ranks_from_scores
 from quoter.quote_record import QuoteRecord
 from quoter.ranking import Query
 from quoter.sememes.alignment import SememeAnnotator
 from quoter.sememes.english import EnglishLexicon, LemmaTableLemmatizer
 from quoter.sememes.lexicon import TableLexicon
 from tests.encoder_fixtures import tiny_model, tiny_tokenizer
+from tests.training_fixtures import write_model
 
 
 @pytest.fixture(scope="module")
@@ -304,11 +307,32 @@ def test_the_encoder_ranker_scores_by_inner_product(tiny):
     assert ranker.score([]).shape == (0, 3)
 
 
-@pytest.mark.parametrize("pooling", ["mask", "cls", "mean", "native"])
-def test_quoter_evaluate_ranks_with_an_untrained_encoder(tiny, tmp_path, pooling):
-    model, tokenizer = tiny
-    model.save_pretrained(tmp_path / "model")
-    tokenizer.save_pretrained(tmp_path / "model")
+# Contexts and quotes in the tiny model's words (no [UNK], so no two quotes read alike): train, valid, test.
+EVALUATED_ROWS = [
+    ("the cat", "sat on the mat", "the cat sat on the mat"),
+    ("a dog", ".", "a dog ran home"),
+    ("the cat sat on", ", happy", "happy"),
+    ("un", "happiness", "unhappiness"),
+    ("the dog", "ran home", "a dog ran home"),
+    ("a happy cat", "sat on the mat .", "the cat sat on the mat"),
+    ("the mat ,", "the dog sat", "happy"),
+    ("a cat ran", "un", "unhappiness"),
+    ("happy dog", ", the cat", "the dog sat"),
+    ("a", "home", "a cat ran home"),
+]
+
+
+@pytest.mark.parametrize(
+    ("pooling", "context_mode", "quote_mode"),
+    # Native: the tiny model is no sentence embedder, so it is read as the paper reads BERT.
+    [("mask", "mask", "cls"), ("cls", "cls", "cls"), ("mean", "mean", "mean"), ("native", "mask", "cls")],
+)
+def test_quoter_evaluate_ranks_with_an_untrained_encoder(tmp_path, write_dataset, pooling, context_mode, quote_mode):
+    # Weights drawn wide, as for training's tests: with the tiny model's own, all scores are nearly alike.
+    folder = write_model(tmp_path / "model")
+    model, tokenizer = BertModel.from_pretrained(folder), BertTokenizerFast.from_pretrained(folder)
+    rows = [(left, quote, right) for left, right, quote in EVALUATED_ROWS]
+    data = write_dataset(rows, {"train": [0, 2], "valid": [2, 4], "test": [4, 10]})
     out = tmp_path / "metrics.json"
     command = [
         sys.executable,
@@ -318,9 +342,11 @@ def test_quoter_evaluate_ranks_with_an_untrained_encoder(tiny, tmp_path, pooling
         "--method",
         "encoder",
         "--model",
-        str(tmp_path / "model"),
+        str(folder),
         "--context-pooling",
         pooling,
+        "--data",
+        str(data),
         "--out",
         str(out),
     ]
@@ -328,7 +354,19 @@ def test_quoter_evaluate_ranks_with_an_untrained_encoder(tiny, tmp_path, pooling
     assert result.returncode == 0, result.stderr
     assert "encoder on test" in result.stdout
     metrics = json.loads(out.read_text())
-    assert metrics["method"] == "encoder" and 0 < metrics["mrr"] <= 1
+    # The test contexts ranked here by the same model read with the chosen pooling, over all quotes.
+    quote_texts = list(dict.fromkeys(quote for _, _, quote in EVALUATED_ROWS))
+    contexts = ContextEncoder(model, tokenizer, ContextEncoderConfig(pooling=Pooling(PoolingMode(context_mode))))
+    quotes = QuoteEncoder(model, tokenizer, QuoteEncoderConfig(pooling=Pooling(PoolingMode(quote_mode))))
+    test = EVALUATED_ROWS[4:]
+    scores = contexts.encode([Query(left, right) for left, right, _ in test]) @ quotes.encode(quote_texts).T
+    gold = [quote_texts.index(quote) for _, _, quote in test]
+    # No score comes near its gold quote's, so rounding cannot change a rank.
+    gaps = np.abs(scores - scores[np.arange(len(gold)), gold][:, None])
+    assert np.sort(gaps, axis=1)[:, 1].min() > 1e-4
+    ranks = ranks_from_scores(scores, gold)
+    assert (metrics["method"], metrics["n"], metrics["quotes"]) == ("encoder", 6, 6)
+    assert metrics["mrr"] == pytest.approx(np.mean(1.0 / ranks)) and metrics["mean_rank"] == np.mean(ranks)
     missing = subprocess.run([*command[:7], str(tmp_path / "missing")], capture_output=True, text=True)
     assert missing.returncode == 2 and "could not load" in missing.stderr and "Traceback" not in missing.stderr
 

@@ -2,6 +2,8 @@
 
 import json
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -112,3 +114,32 @@ def test_a_bad_candidate_line_is_reported_with_its_number(write_dataset, tmp_pat
     with pytest.raises(InputError, match=re.escape(message)) as caught:
         read_candidates(path, dataset)
     assert caught.value.line == 2
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # RecursionError in Python's parser
+LONG = "7" * 5000  # ValueError: more digits than Python converts
+
+
+@pytest.mark.parametrize(
+    ("data", "candidates", "message"),
+    [
+        ('{"left": "l", "quote": "q0", "right": "r"}\n' + DEEP, None, "data.jsonl:2: JSON nested more than 100 levels"),
+        ('{"left": "l", "quote": "q0", "right": "r", "n": ' + LONG + "}", None, "data.jsonl:1 (field 'n'): an integer"),
+        (None, '{"line": ' + LONG + ', "candidates": ["q0", "q1"]}', "c.jsonl:1 (field 'line'): an integer of 5,000"),
+    ],
+)
+def test_json_lines_python_cannot_read_are_one_line_naming_file_line_and_field(
+    write_dataset, tmp_path, data, candidates, message
+):
+    args = ["--method", "bm25", "--data", write_dataset(ROWS, SPLITS)]
+    if data is not None:
+        (tmp_path / "data.jsonl").write_text(data, encoding="utf-8")
+        args[3] = tmp_path / "data.jsonl"
+    if candidates is not None:
+        (tmp_path / "c.jsonl").write_text(candidates, encoding="utf-8")
+        args += ["--candidates", tmp_path / "c.jsonl"]
+    done = subprocess.run(
+        [sys.executable, "-m", "quoter", "evaluate", *map(str, args)], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith(f"error: {tmp_path / message}")

@@ -1,5 +1,7 @@
 """`quoter evaluate --plot`: the gold-rank distribution and MRR by training frequency, as a PNG."""
 
+import os
+import stat
 import sys
 
 import pytest
@@ -46,9 +48,9 @@ def test_the_panels_show_the_ranks_and_the_mrr_of_each_frequency_bucket(write_da
 @pytest.mark.parametrize(
     "name, message",
     [
-        ("folder", "is a folder; give the plot a file name"),
+        ("folder", "is a folder; give --plot a file name"),
         ("plot.pdf", "the plot is a PNG image"),
-        ("a-file/plot.png", "is not a writable folder"),
+        ("a-file/plot.png", "a-file is not a folder"),
     ],
 )
 def test_a_bad_plot_path_is_one_line_before_any_ranking(tmp_path, monkeypatch, capsys, name, message):
@@ -59,3 +61,38 @@ def test_a_bad_plot_path_is_one_line_before_any_ranking(tmp_path, monkeypatch, c
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {tmp_path / name}: ") and message in lines[0]
     assert not out  # nothing was ranked
+
+
+@pytest.fixture
+def umask_022():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def test_the_metrics_and_the_plot_are_as_readable_as_the_umask_lets_files_be(tmp_path, monkeypatch, capsys, umask_022):
+    out, plot = tmp_path / "metrics.json", tmp_path / "ranks.png"
+    status, _, err = evaluate_command(monkeypatch, capsys, "--method", "bm25", "--out", out, "--plot", plot)
+    assert status == 0, err
+    # Written through temporary files, which mkstemp made 0600.
+    assert stat.S_IMODE(out.stat().st_mode) == stat.S_IMODE(plot.stat().st_mode) == 0o644
+
+
+@pytest.mark.parametrize(
+    ("option", "name"), [("--out", "data.txt"), ("--plot", "data.png"), ("--out", "missing/../data.txt")]
+)
+def test_an_output_that_is_an_input_is_refused_before_any_ranking(
+    write_dataset, tmp_path, monkeypatch, capsys, option, name
+):
+    data = write_dataset(ROWS, SPLITS)
+    if name == "data.png":
+        (tmp_path / name).symlink_to(data)
+    kept = data.read_bytes()
+    status, out, err = evaluate_command(
+        monkeypatch, capsys, "--method", "bm25", "--data", data, option, tmp_path / name
+    )
+    assert status == 2 and not out
+    assert err.strip().splitlines() == [
+        f"error: {tmp_path / name}: {option} would overwrite the --data file; give another file name"
+    ]
+    assert data.read_bytes() == kept

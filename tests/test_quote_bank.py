@@ -101,6 +101,7 @@ def test_header_and_blank_lines_are_skipped(tmp_path):
         ("Know thyself.\tDelphi\nA\tB\tC\tD\n", 2, "found 4"),
         ("Know thyself.\t \n", 1, "empty source"),
         ("\tDelphi\n", 1, "empty quote"),
+        ("Know thyself.\tDelphi\n\u200b\u0301\u2060\tDelphi\n", 2, "empty quote"),
         ("Know thyself.\tDelphi\nKnow thyself.\tSocrates\n", 2, "duplicate quote, first on line 1"),
     ],
 )

@@ -13,7 +13,9 @@ import pytest
 
 from quoter.errors import InputError, QuoterError
 from quoter.quote_record import QuoteRecord
+from quoter.serving.live_quotes import LIVE_FOLDER, LiveQuotes, QuoteConflictError
 from quoter.serving.quote_store import LOCK_FILE, SNAPSHOT_FILE, QuoteStore, StoredQuotes, log_name
+from tests.serving_fixtures import tiny_bundle
 
 DIM = 4
 # Run in a child process: open the store, make the changes named on the command line (+TEXT adds a quote,
@@ -137,3 +139,20 @@ def test_a_set_saved_in_the_layout_before_the_log_is_read_and_converted(tmp_path
     assert list(quotes.records) == [1, 2, 7] and quotes.next_id == 9 and quotes.records[7] == QuoteRecord("q7")
     assert sorted(path.name for path in folder.iterdir()) == [LOCK_FILE, SNAPSHOT_FILE]
     assert reopen(folder)[1].records == quotes.records
+
+
+def test_refused_adds_save_nothing(tmp_path):
+    # A quote that shows nothing (a NUL one ranked first for junk contexts), or a listed quote given another
+    # source, is refused before anything is saved: the reopened set is the bundle's.
+    bundle = tiny_bundle(tmp_path)
+    live = LiveQuotes.from_bundle(bundle, folder=tmp_path)
+    for text in ("\0", "\u200b\ufeff", "\u0301\u0308", " \u2060\u00ad "):
+        with pytest.raises(InputError, match="field 'quote'"):
+            live.add(QuoteRecord(text))
+    with pytest.raises(QuoteConflictError, match="listed, as id 1, with another source"):
+        live.add(QuoteRecord("the dog ran home", "Elsewhere"))
+    assert live.add(QuoteRecord("the dog ran home", "Farm")) == (1, False)
+    del live  # the process ends: its lock on the saved set goes
+    base = bundle.quote_set().stored()
+    _, saved = QuoteStore.open(tmp_path / LIVE_FOLDER, base)
+    assert saved.records == base.records and saved.next_id == base.next_id

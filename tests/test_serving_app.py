@@ -80,18 +80,30 @@ def test_a_single_bundle_needs_no_guess(bundles):
     assert body["lang"] == "zh" and body["lang_guessed"] is False
 
 
-def test_ambiguous_or_unhosted_languages_are_422(client, bundles):
-    response = client.post("/recommend", json={"left": "我喜欢学习"})  # no function word tells zh from classical
-    assert response.status_code == 422 and "name lang" in response.json()["detail"]
-    assert client.post("/recommend", json={"left": "123 !"}).status_code == 422
+def test_a_context_without_a_letter_of_a_hosted_script_is_422_naming_lang(client, bundles):
+    for left in ("", "123 !"):
+        response = client.post("/recommend", json={"left": left})
+        [error] = response.json()["detail"]
+        assert response.status_code == 422 and error["loc"] == ["body", "lang"] and error["type"] == "language"
+        assert "cannot tell the language" in error["msg"]
+    batch = client.post("/recommend/batch", json={"requests": [{"left": "the cat"}, {"left": "", "right": "?"}]})
+    assert batch.status_code == 422 and [e["loc"] for e in batch.json()["detail"]] == [["body", "requests", 1, "lang"]]
     with TestClient(make_app(bundles, (Language.ZH, Language.ZH_CLASSICAL)), base_url=LOOPBACK_URL) as other:
+        # English is not hosted: Latin letters place no text, Chinese characters do.
         response = other.post("/recommend", json={"left": "the cat"})
-        assert response.status_code == 422 and "English" in response.json()["detail"]
+        assert response.status_code == 422 and "cannot tell the language" in response.json()["detail"][0]["msg"]
+        assert other.post("/recommend", json={"left": "the cat 之乎"}).json()["lang"] == "zh-classical"
         response = other.post("/recommend", json={"left": "the cat", "lang": "en"})
-        assert response.status_code == 422 and "'en' is not hosted" in response.json()["detail"]
+        assert response.status_code == 422 and "'en' is not hosted" in response.json()["detail"][0]["msg"]
     assert choose_hosted_language(None, [Language.ZH], ["the cat"]) == (Language.ZH, False)
     with pytest.raises(LanguageChoiceError, match="cannot tell the language"):
         choose_hosted_language(None, [Language.EN, Language.ZH], ["...", "42"])
+
+
+def test_chinese_whose_function_words_do_not_tell_is_answered_as_modern(client):
+    # This was a 422, which the OpenAPI document could not describe: no function word tells zh from classical.
+    body = client.post("/recommend", json={"left": "我喜欢学习"}).json()
+    assert body["lang"] == "zh" and body["lang_guessed"] is True
 
 
 @pytest.mark.parametrize(
@@ -190,6 +202,61 @@ def test_adding_and_removing_quotes_changes_results_at_once(client, bundles):
     assert client.get("/quotes", params={"lang": "en"}).json()["total"] == 5
 
 
+def test_adding_a_listed_quote_with_another_source_or_gloss_is_409(client):
+    headers = {"X-API-Key": KEY}
+    listed = {"quote": "the dog ran home", "source": "Farm", "lang": "en"}  # id 1
+    for same in (listed, {**listed, "source": ""}, {"quote": " the dog ran home ", "lang": "en"}):
+        response = client.post("/quotes", json=same, headers=headers)
+        assert response.status_code == 200 and response.json()["id"] == 1 and response.json()["source"] == "Farm"
+    for field, value in (("source", "Elsewhere " * 20), ("gloss", "running home")):
+        response = client.post("/quotes", json={**listed, field: value}, headers=headers)
+        assert response.status_code == 409 and response.json() == {
+            "detail": [
+                {
+                    "loc": ["body", field],
+                    "msg": f"the quote is already listed, as id 1, with another {field}; remove it first to list it "
+                    f"with this {field}",
+                    "type": "listed_differently",
+                }
+            ]
+        }
+    listed_now = client.get("/quotes", params={"lang": "en", "q": "the dog ran"}).json()["quotes"]
+    assert listed_now == [{"id": 1, "quote": "the dog ran home", "source": "Farm"}]
+
+
+@pytest.mark.parametrize(
+    "quote", ["\x00", "\x00\x01\x7f", "\u200b\u200c\u200d", " \u2060\ufeff ", "\u0301\u0302", "\t\u00ad"]
+)
+def test_quotes_that_show_nothing_are_refused_naming_the_field(client, quote):
+    response = client.post("/quotes", json={"quote": quote, "lang": "en"}, headers={"X-API-Key": KEY})
+    assert response.status_code == 422
+    [error] = response.json()["detail"]
+    assert error["loc"] == ["body", "quote"] and "no letter, number, punctuation or symbol" in error["msg"]
+    assert client.get("/quotes", params={"lang": "en"}).json()["total"] == 5
+
+
+def test_an_unknown_quote_id_is_404_without_echoing_it(client):
+    headers = {"X-API-Key": KEY}
+    for quote_id in ("9" * 40, "-7", "9" * 5000):
+        response = client.delete(f"/quotes/{quote_id}", params={"lang": "en"}, headers=headers)
+        assert response.status_code in (404, 422) and "999" not in response.text and "-7" not in response.text
+        assert response.json()["detail"][0]["loc"] == ["path", "quote_id"]
+
+
+def test_a_change_that_cannot_be_saved_is_503_not_made_and_names_no_server_path(bundles, tmp_path):
+    blocked = tmp_path / "en"
+    blocked.write_text("a file where the state folder should be", encoding="utf-8")
+    recommender = Recommender(bundles[Language.EN], RecommenderConfig(), state=blocked)
+    with TestClient(create_app([recommender], AppConfig()), base_url=LOOPBACK_URL) as client:
+        response = client.post("/quotes", json={"quote": "a line that cannot be kept"})
+        assert response.status_code == 503
+        [error] = response.json()["detail"]
+        assert error["type"] == "not_saved" and "not made" in error["msg"] and str(tmp_path) not in error["msg"]
+        assert client.get("/quotes", params={"q": "cannot be kept"}).json()["total"] == 0
+        assert client.delete("/quotes/0").status_code == 503
+        assert client.get("/quotes", params={"q": "the cat sat"}).json()["total"] == 1
+
+
 def test_changing_quotes_needs_the_api_key(client):
     new = {"quote": "a dog sat", "lang": "en"}
     assert client.post("/quotes", json=new).status_code == 401
@@ -217,7 +284,9 @@ def test_the_demo_page_is_served_or_clearly_missing(client, tmp_path, monkeypatc
     assert "<title>Quoter</title>" in response.text
     monkeypatch.setattr(app_module, "DEMO_PAGE", tmp_path / "missing.html")
     response = client.get("/")
-    assert response.status_code == 404 and response.json()["detail"] == "the demo page is not installed"
+    assert response.status_code == 404 and response.json()["detail"] == [
+        {"loc": [], "msg": "the demo page is not installed", "type": "not_found"}
+    ]
 
 
 def test_two_bundles_of_one_language_are_refused(bundles):

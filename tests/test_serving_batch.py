@@ -1,6 +1,10 @@
 """`quoter batch`: every context of a file ranked in input order, written atomically, resumable."""
 
 import json
+import resource
+import signal
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -9,6 +13,7 @@ from quoter.bundle import Bundle
 from quoter.cli import app
 from quoter.errors import InputError
 from quoter.ranking import Query
+from quoter.serving import hosting
 from quoter.serving.batch_job import BatchConfig, partial_path, read_contexts, run_batch
 from quoter.serving.batch_resume import run_record_path
 from quoter.serving.recommender import Recommender
@@ -89,6 +94,13 @@ def test_tsv_inputs_and_left_only(bundle_folder, tmp_path):
         ("bad.tsv", "", "bad.tsv: the input file has no contexts"),
         # JSON can escape a lone surrogate, which is no text: the tokenizer would fail on it with a TypeError.
         ("bad.jsonl", '{"left": "a\\udc80b"}\n', "bad.jsonl:1 (field 'left'): character 2 is a lone surrogate"),
+        # Beyond what Python's parser takes in: each was a traceback (RecursionError, ValueError).
+        ("bad.jsonl", '{"left": "a"}\n' + "[" * 100_000 + "]" * 100_000, "bad.jsonl:2: JSON nested more than 100"),
+        (
+            "bad.jsonl",
+            '{"left": "a", "id": ' + "7" * 5000 + "}",
+            "bad.jsonl:1 (field 'id'): an integer of 5,000 digits",
+        ),
     ],
 )
 def test_bad_input_lines_name_file_and_line(tmp_path, name, content, message):
@@ -163,11 +175,90 @@ def test_resume_refuses_the_partial_output_of_another_run(bundle_folder, tmp_pat
     assert not partial.exists() and not run_record_path(partial).exists()
 
 
-def test_a_folder_as_output_is_refused_before_any_context_is_ranked(bundle_folder, tmp_path):
-    source = write_jsonl(tmp_path / "in.jsonl", CONTEXTS)
+@pytest.fixture
+def no_model_loads(monkeypatch):
+    """Fail the test if `quoter batch` loads a model: what is refused must be refused before that."""
+
+    def loading(*args, **kwargs):
+        pytest.fail("a model was loaded before the refusal")
+
+    monkeypatch.setattr(hosting, "hosted_recommender", loading)
+    monkeypatch.setattr(hosting, "default_recommenders", loading)
+
+
+def _links_to_input(tmp_path, source):
+    (tmp_path / "link.jsonl").symlink_to(source)
+    return tmp_path / "link.jsonl"
+
+
+def _hard_link_to_input(tmp_path, source):
+    (tmp_path / "hard.jsonl").hardlink_to(source)
+    return tmp_path / "hard.jsonl"
+
+
+@pytest.mark.parametrize(
+    ("input_name", "output", "message"),
+    [
+        ("in.jsonl", lambda tmp, source: tmp / "out", "out: is a folder; give --output a file name"),
+        ("in.jsonl", lambda tmp, source: "", ".: is a folder; give --output a file name"),
+        ("in.jsonl", lambda tmp, source: source, "in.jsonl: --output would overwrite the --input file"),
+        ("in.jsonl", lambda tmp, source: tmp / "out" / ".." / "in.jsonl", "--output would overwrite the --input file"),
+        ("in.jsonl", _links_to_input, "link.jsonl: --output would overwrite the --input file"),
+        ("in.jsonl", _hard_link_to_input, "hard.jsonl: --output would overwrite the --input file"),
+        # The output would grow in the input file, its OUTPUT.partial.
+        ("in.jsonl.partial", lambda tmp, source: tmp / "in.jsonl", "in.jsonl.partial: --output would overwrite"),
+        # As root, the permissions let anything be written there; nothing can be created, though.
+        ("in.jsonl", lambda tmp, source: "/proc/quoter-out.jsonl", "cannot write --output here: /proc takes no new"),
+        ("in.jsonl", lambda tmp, source: "/sys/quoter/out.jsonl", "cannot write --output here: /sys takes no new"),
+        ("in.jsonl", lambda tmp, source: "/dev/null", "/dev/null: is not a regular file; give --output a file name"),
+    ],
+)
+def test_an_output_that_cannot_be_written_or_would_overwrite_the_input_is_refused_before_any_model_loads(
+    tmp_path, no_model_loads, input_name, output, message
+):
     (tmp_path / "out").mkdir()
-    recommender = Recommender(Bundle.load(bundle_folder))
-    recommender.recommend = lambda queries, k: pytest.fail("ranked before the output was checked")
-    with pytest.raises(InputError, match="out: is a folder; give the output a file name"):
-        run_batch(recommender, read_contexts(source), tmp_path / "out", progress=False)
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl", "out"]
+    source = write_jsonl(tmp_path / input_name, CONTEXTS)
+    kept = source.read_bytes()
+    refused = batch("--lang", "en", "--input", source, "--output", output(tmp_path, source))
+    assert isinstance(refused.exception, InputError) and message in str(refused.exception)
+    assert source.read_bytes() == kept
+
+
+def test_the_model_is_given_by_one_of_bundle_and_lang(bundle_folder, tmp_path, no_model_loads):
+    source = write_jsonl(tmp_path / "in.jsonl", CONTEXTS)
+    neither = batch("--input", source, "--output", tmp_path / "out.jsonl")
+    assert str(neither.exception) == "no model given: give --bundle DIR, or --lang LANG for the built-in default"
+    both = batch("--bundle", bundle_folder, "--lang", "en", "--input", source, "--output", tmp_path / "out.jsonl")
+    assert str(both.exception) == "--bundle and --lang exclude each other: give only one of them"
+
+
+def limited_file_size(limit):
+    """For a child process: files grow to `limit` bytes at most, and a write past it fails with EFBIG (the
+    signal that would kill the process ignored, as Python does)."""
+
+    def limit_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return limit_files
+
+
+def test_a_full_disk_stops_the_batch_in_one_line_and_resume_finishes_it(bundle_folder, tmp_path):
+    source = write_jsonl(tmp_path / "in.jsonl", CONTEXTS)
+    output = tmp_path / "out.jsonl"
+    args = [sys.executable, "-m", "quoter", "batch", "--runtime", "torch", "--bundle", str(bundle_folder)]
+    args += ["--input", str(source), "--set", "batch.chunk=2"]
+    stopped = subprocess.run(
+        [*args, "--output", str(output)], capture_output=True, text=True, preexec_fn=limited_file_size(3000)
+    )
+    assert stopped.returncode == 2, stopped.stderr
+    last = stopped.stderr.strip().splitlines()[-1]
+    assert "Traceback" not in stopped.stderr and last.startswith(f"error: {partial_path(output)}: File too large;")
+    assert "run the same command with --resume" in last
+    partial = partial_path(output)
+    assert not output.exists() and run_record_path(partial).is_file() and 0 < partial.stat().st_size <= 3000
+
+    resumed = subprocess.run([*args, "--output", str(output), "--resume"], capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert batch("--bundle", bundle_folder, "--input", source, "--output", tmp_path / "whole.jsonl").exit_code == 0
+    assert_same_output(read_jsonl(output), read_jsonl(tmp_path / "whole.jsonl"))

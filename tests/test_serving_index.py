@@ -114,7 +114,7 @@ def test_live_quotes_add_remove_and_persist(tmp_path):
     bundle.save(tmp_path / "bundle")
     live = LiveQuotes.from_bundle(bundle, folder=tmp_path / "bundle")
     assert len(live) == 5 and live.get(1).text == "the dog ran home"
-    assert live.add(QuoteRecord("  the dog ran home ", "Elsewhere")) == (1, False)
+    assert live.add(QuoteRecord("  the dog ran home ", "Farm")) == (1, False)
     new_id, created = live.add(QuoteRecord("the happy cat", "New"))
     assert (new_id, created) == (5, True)
     vector = bundle.quote_encoder.encode(["the happy cat"])

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from quoter.languages import Language
 from quoter.serving.app import AppConfig, create_app
 from quoter.serving.recommender import Recommender
-from quoter.serving.schemas import MAX_BATCH, MAX_CONTEXT_CHARS
+from quoter.serving.schemas import MAX_BATCH, MAX_CONTEXT_CHARS, ErrorResponse
 from quoter.serving.server_limits import ServerLimits, hosts_for_address
 from tests.serving_fixtures import LOOPBACK_URL, tiny_bundle
 
@@ -48,10 +48,10 @@ def client(english):
         ("/recommend", b'{"left": "\\ud800 a"}', "left"),
         ("/quotes", b'{"quote": "\\ud800"}', "quote"),
         ("/quotes", b'{"quote": "a dog", "source": "x \\udfff"}', "source"),
-        # Loose types: these were taken as k = 1 and k = 5.
+        # Loose types: these were taken as k = 1 and k = 5; a fraction is no integer.
         ("/recommend", b'{"left": "a", "k": true}', "k"),
         ("/recommend", b'{"left": "a", "k": "5"}', "k"),
-        ("/recommend", b'{"left": "a", "k": 5.0}', "k"),
+        ("/recommend", b'{"left": "a", "k": 5.5}', "k"),
     ],
 )
 def test_unencodable_or_loosely_typed_fields_are_422_naming_the_field(client, path, body, field):
@@ -59,6 +59,13 @@ def test_unencodable_or_loosely_typed_fields_are_422_naming_the_field(client, pa
     assert response.status_code == 422 and response.headers["content-type"] == "application/json"
     assert [error["loc"] for error in response.json()["detail"]] == [["body", field]]
     assert client.get("/quotes").json()["total"] == 5  # nothing was listed
+
+
+def test_an_integer_written_with_a_point_or_exponent_is_that_integer(client):
+    # JSON Schema counts 5.0 as an integer: the OpenAPI document says k is one, so 5.0 is taken (was a 422).
+    for k in (b"5.0", b"5e0", b"0.5e1"):
+        response = client.post("/recommend", content=b'{"left": "the cat", "k": ' + k + b"}", headers=JSON)
+        assert response.status_code == 200 and len(response.json()["results"]) == 5
 
 
 def test_errors_never_echo_the_input(client):
@@ -77,7 +84,7 @@ def test_bodies_over_the_limit_are_413_whether_announced_or_streamed(english):
     with make_client(english, max_body_bytes=1000) as client:
         response = client.post("/recommend", json={"left": "a" * 990})
         assert response.status_code == 413 and response.json() == {
-            "detail": "the request body is larger than 1,000 bytes"
+            "detail": [{"loc": ["body"], "msg": "the request body is larger than 1,000 bytes", "type": "too_large"}]
         }
         chunks = (b'{"left": "' + b"a" * 400 if n == 0 else b"a" * 400 for n in range(3))  # no Content-Length
         assert client.post("/recommend", content=chunks, headers=JSON).status_code == 413
@@ -106,16 +113,65 @@ def test_the_default_limit_takes_the_largest_valid_batch(client):
 def test_bodies_that_cannot_be_read_say_why(client, body, content_type, status, detail):
     headers = {} if content_type is None else {"Content-Type": content_type}
     response = client.post("/recommend", content=body, headers=headers)
-    assert response.status_code == status and detail in response.json()["detail"]
+    assert response.status_code == status and detail in response.json()["detail"][0]["msg"]
 
 
 def test_a_loopback_server_answers_only_loopback_host_names(client):
     # DNS rebinding: a page on attacker.example resolves its own name to 127.0.0.1 and posts to the server.
     response = client.post("/quotes", json={"quote": "a rebinding quote"}, headers={"Host": "attacker.example"})
-    assert response.status_code == 400
+    assert response.status_code == 400 and response.json() == {  # was Starlette's plain text
+        "detail": [
+            {
+                "loc": ["header", "host"],
+                "msg": "this server does not answer that Host name",
+                "type": "host_not_answered",
+            }
+        ]
+    }
     assert client.get("/quotes", params={"q": "rebinding"}).json()["total"] == 0
     for host in ("localhost:8000", "127.0.0.1:8000", "[::1]:8000"):
         assert client.get("/health", headers={"Host": host}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "loc"),
+    [
+        (b'{"left": "a", "k": ' + b"9" * 5000 + b"}", ["body", "k"]),
+        (b'{"left": "a", "lang": -' + b"1" * 4301 + b"}", ["body", "lang"]),
+        (b'{"requests": [{"left": "a", "k": ' + b"9" * 5000 + b"}]}", ["body", "requests", 0, "k"]),
+    ],
+)
+def test_an_integer_too_long_to_read_is_422_naming_the_field(client, body, loc):
+    # This was FastAPI's 400 "There was an error parsing the body".
+    path = "/recommend/batch" if body.startswith(b'{"requests"') else "/recommend"
+    response = client.post(path, content=body, headers=JSON)
+    assert response.status_code == 422 and response.json() == {
+        "detail": [{"loc": loc, "msg": "the number has more than 4,300 digits", "type": "int_too_long"}]
+    }
+
+
+def test_every_error_has_the_one_documented_shape(english):
+    app = create_app([Recommender(english)], AppConfig(api_key="k"))
+    with TestClient(app, base_url=LOOPBACK_URL) as client:
+        responses = [
+            client.get("/health", headers={"Host": "attacker.example"}),  # 400
+            client.post("/recommend", content=b"{", headers=JSON),  # 400
+            client.post("/quotes", json={"quote": "a"}),  # 401
+            client.post("/quotes", json={"quote": "a"}, headers={"X-API-Key": "no"}),  # 403
+            client.delete("/quotes/99", headers={"X-API-Key": "k"}),  # 404
+            client.get("/no/such/path"),  # 404
+            client.put("/recommend"),  # 405
+            client.post("/quotes", json={"quote": "the dog ran home", "source": "Zoo"}, headers={"X-API-Key": "k"}),
+            client.post("/recommend", content=b"{}", headers={"Content-Type": "text/plain"}),  # 415
+            client.post("/recommend", json={"left": 1}),  # 422
+        ]
+        schema = client.get("/openapi.json").json()["components"]["schemas"]
+    assert [r.status_code for r in responses] == [400, 400, 401, 403, 404, 404, 405, 409, 415, 422]
+    for response in responses:
+        assert response.headers["content-type"] == "application/json"
+        ErrorResponse.model_validate_json(response.content, strict=True)
+        assert len(response.json()["detail"]) == 1 and set(response.json()) == {"detail"}
+    assert set(schema["ErrorDetail"]["properties"]) == {"loc", "msg", "type"}
 
 
 def test_default_host_names_follow_the_bound_address():
@@ -168,6 +224,6 @@ def test_a_full_queue_is_503_with_retry_after(english, monkeypatch):
 
     refused, invalid, batch, later = asyncio.run(drive())
     assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
-    assert "busy" in refused.json()["detail"]
+    assert "busy" in refused.json()["detail"][0]["msg"]
     assert invalid.status_code == 422
     assert batch.status_code == 200 and later.status_code == 200

@@ -10,6 +10,7 @@ from quoter.cli.bundle_commands import bundle_app
 from quoter.cli.data_commands import data_app
 from quoter.cli.encode_command import encode_command
 from quoter.cli.evaluate_command import evaluate_command
+from quoter.cli.library_output import quiet_libraries
 from quoter.cli.sememes_commands import sememes_app
 from quoter.cli.serve_commands import batch_command, serve_command
 from quoter.cli.train_command import train_command
@@ -35,6 +36,7 @@ app.add_typer(bundle_app, name="bundle")
 
 def main() -> None:
     """Run the command line; errors the user can fix are one line on stderr and exit status 2."""
+    quiet_libraries()
     try:
         app()
     except QuoterError as error:

@@ -36,7 +36,7 @@ def encode_command(
         raise QuoterError("give the quotes to encode as --quotes LIST or --data FILE (one of them)")
     if glosses is not None and data is None:
         raise QuoterError("--glosses gives a data file's quotes their glosses; a quote list carries its own")
-    check_output_file(out, "quote set")
+    check_output_file(out, "--out")
     from quoter.datasets import load_dataset
     from quoter.quote_bank import read_quote_list
 

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from quoter.atomic_files import check_output_file, write_json_atomic
+from quoter.atomic_files import check_not_an_input, check_output_file, write_json_atomic
 from quoter.baselines.crm import Aggregate
 from quoter.cli.options import QUOTE_SET_HELP, RUNTIME_HELP, CommandSettings, PartOption, SplitsOption
 from quoter.datasets import load_dataset
@@ -103,10 +103,13 @@ def evaluate_command(
     """Evaluate a method with MRR, NDCG@5, Recall@1/10/100 and rank statistics over the full quote set."""
     settings = SETTINGS.load(context, evaluate_command, config, set_)
     method = settings.method
+    inputs = {"--data": data, "--splits": splits, "--glosses": glosses, "--candidates": candidates}
     if out is not None:
-        check_output_file(out, "metrics file")
+        check_output_file(out, "--out")
+        check_not_an_input(out, "--out", inputs)
     if plot is not None:
         check_plot_path(plot)
+        check_not_an_input(plot, "--plot", inputs)
     if data is None:
         data = EXAMPLE_DATA
         typer.echo(f"no --data given: using the built-in example set {data}", err=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -71,11 +72,23 @@ def set_threads(threads: int) -> None:
 
 
 def read_api_key(api_key: str | None, api_key_file: Path | None) -> str | None:
-    """The API key given as itself or as a file that holds it (surrounding whitespace dropped); None for none."""
+    """The API key given as itself or as a file that holds it (surrounding whitespace dropped); None for none.
+    A key given empty is an error, not no key: it would leave adding and removing quotes open."""
+    # Click takes an empty environment variable for an unset one.
+    if api_key is None and os.environ.get(API_KEY_ENV) == "":
+        api_key = ""
+    if api_key is not None:
+        api_key = api_key.strip()
+        if not api_key:
+            raise QuoterError(
+                f"the API key is empty (--api-key or {API_KEY_ENV}); give a key, or unset it to serve without one"
+            )
+    if api_key_file is None and os.environ.get(API_KEY_FILE_ENV) == "":
+        raise QuoterError(f"{API_KEY_FILE_ENV} is empty; name the file that holds the API key, or unset it")
     if api_key and api_key_file:
         raise QuoterError(f"give the API key once: --api-key ({API_KEY_ENV}) or --api-key-file ({API_KEY_FILE_ENV})")
     if api_key_file is None:
-        return api_key or None
+        return api_key
     try:
         key = api_key_file.read_text(encoding="utf-8").strip()
     except OSError as error:
@@ -123,6 +136,12 @@ def serve_command(
         "limits.keep_alive_s",
         "Seconds an idle connection stays open; keep it above clients' and proxies' idle timeouts",
     ),
+    header_timeout: int = SERVE.option(
+        "limits.header_timeout_s", "Seconds a request's line and headers may take to arrive; then it is closed"
+    ),
+    body_timeout: int = SERVE.option(
+        "limits.body_timeout_s", "Seconds a request body may take to arrive; then 408 and the connection is closed"
+    ),
     runtime: ContextRuntime = SERVE.option("runtime", RUNTIME_HELP),
     int8: bool = SERVE.option("int8", INT8_HELP, "--int8"),
     index: IndexKind = SERVE.option("index.kind", INDEX_HELP, "--index"),
@@ -143,6 +162,7 @@ def serve_command(
     import uvicorn
 
     from quoter.serving.app import AppConfig, create_app
+    from quoter.serving.head_timeout import head_timeout_protocol
     from quoter.serving.hosting import (
         can_save_changes,
         default_recommenders,
@@ -179,7 +199,14 @@ def serve_command(
             fg=typer.colors.RED,
             bold=True,
         )
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=limits.keep_alive_s)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        timeout_keep_alive=limits.keep_alive_s,
+        http=head_timeout_protocol(limits.header_timeout_s),
+    )
 
 
 def batch_command(
@@ -210,14 +237,19 @@ def batch_command(
 ) -> None:
     """Recommend quotes for every context of a file."""
     settings = BATCH.load(context, batch_command, config, set_)
-    if (bundle is None) == (lang is None):
-        raise QuoterError("give --bundle DIR, or --lang LANG for the built-in default, not both")
+    if bundle is None and lang is None:
+        raise QuoterError("no model given: give --bundle DIR, or --lang LANG for the built-in default")
+    if bundle is not None and lang is not None:
+        raise QuoterError("--bundle and --lang exclude each other: give only one of them")
     if quotes is not None and bundle is None:
         raise QuoterError("--quotes needs the --bundle whose quote encoder made the quote set")
-    from quoter.serving.batch_job import read_contexts, run_batch
+    from quoter.serving.batch_job import check_batch_output, read_contexts, run_batch
+
+    check_batch_output(output, input)
+    contexts = read_contexts(input)
+    # Imported only now: torch takes seconds to import, which a bad input or output should not wait for.
     from quoter.serving.hosting import default_recommenders, hosted_recommender
 
-    contexts = read_contexts(input)
     set_threads(settings.threads)
     recommender_config = settings.recommender_config()
     # Quotes a server added to or removed from the served set count here too.

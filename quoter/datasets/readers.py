@@ -8,6 +8,7 @@ from quoter.datasets.dataset import QuoteDataset, Sample
 from quoter.datasets.splits import official_splits, read_splits_file
 from quoter.errors import InputError
 from quoter.quote_bank import read_quote_bank_file
+from quoter.quote_record import has_visible_text
 from quoter.text_lines import check_text, decoded_lines, json_object
 
 JSONL_SUFFIXES = (".jsonl", ".json")
@@ -47,8 +48,9 @@ def read_samples(path: str | Path) -> tuple[list[str], list[Sample]]:
     for number, text in decoded_lines(path, "data file"):
         left, quote, right = parse(text, path, number)
         quote = quote.strip()
-        if not quote:
-            raise InputError("the quote is empty", path=path, line=number, field="quote")
+        if not has_visible_text(quote):
+            message = "the quote is empty (no letter, number, punctuation mark or symbol)"
+            raise InputError(message, path=path, line=number, field="quote")
         quote_id = quote_ids.setdefault(quote, len(quote_ids))
         samples.append(Sample(left=left, quote_id=quote_id, right=right, line=number))
     if not samples:

@@ -1,5 +1,6 @@
 """A context encoder run by ONNX Runtime: the same tokenization and the same vectors (up to rounding, or
-int8 quantization) as the torch ContextEncoder it was exported from (onnx_export.py), faster on a CPU."""
+int8 quantization) as the torch ContextEncoder it was exported from (onnx_export.py), faster on a CPU. A
+context's vector is the same whichever contexts share its call (context_runtime.py measures it at export)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,11 @@ class OnnxContextEncoder:
         tensors = (batch.input_ids, batch.attention_mask, batch.token_type_ids, batch.positions)
         feeds = {name: tensor.numpy() for name, tensor in zip(INPUT_NAMES, tensors) if name in self._inputs}
         return self._session.run(None, feeds)[0].astype(np.float32, copy=False)
+
+    def encode_together(self, queries: Sequence[Query]) -> np.ndarray:
+        """The contexts' vectors from one call, padded to the longest of them (`encode` instead cuts calls that
+        pad little): what the check that a vector does not depend on its neighbours compares."""
+        return self._run(self._encoder.rows(queries))
 
     def encode(self, queries: Sequence[Query], batch_size: int = ENCODE_BATCH) -> np.ndarray:
         """Context vectors as a float32 array (len(queries), hidden): the contexts sorted by length and run in

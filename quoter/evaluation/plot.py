@@ -25,7 +25,7 @@ RANK_BINS = 30
 
 def check_plot_path(path: Path) -> None:
     """Refuse, before any work, a plot path that is not a .png file name in a folder that can be written."""
-    check_output_file(path, "plot")
+    check_output_file(path, "--plot")
     if path.suffix.lower() != PLOT_SUFFIX:
         raise InputError(f"the plot is a PNG image: give a file name ending in {PLOT_SUFFIX}", path=path)
 

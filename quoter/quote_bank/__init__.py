@@ -14,7 +14,7 @@ from pathlib import Path
 
 from quoter.errors import InputError
 from quoter.languages import Language
-from quoter.quote_record import QuoteRecord
+from quoter.quote_record import QuoteRecord, has_visible_text
 from quoter.text_lines import decoded_lines, json_object
 
 __all__ = ["BANK_FILES", "HEADER", "bank_path", "load_quote_bank", "read_quote_bank_file", "read_quote_list"]
@@ -60,8 +60,8 @@ def read_quote_bank_file(path: str | Path, require_source: bool = True) -> list[
 
 def _checked(record: QuoteRecord, seen: dict[str, int], path: Path, number: int, require_source: bool) -> QuoteRecord:
     """`record`, refused without a quote (or a source, if `require_source`) or when its quote was seen."""
-    if not record.text:
-        raise InputError("empty quote", path, number, "quote")
+    if not has_visible_text(record.text):
+        raise InputError("empty quote (no letter, number, punctuation mark or symbol)", path, number, "quote")
     if require_source and not record.source:
         raise InputError("empty source", path, number, "source")
     if record.text in seen:

@@ -1,38 +1,45 @@
 """The HTTP API: recommend quotes for a context, browse and change the quote sets, and the demo page.
 
 Several bundles are hosted at once, one per language. Changing a quote set needs the API key when one is
-configured (header X-API-Key). FastAPI serves the OpenAPI docs at /docs.
+configured (header X-API-Key). FastAPI serves the OpenAPI docs at /docs; the document says what the server
+hosts (openapi_document) and every status each operation may answer.
 
-A request is refused with an error that says what is wrong and never echoes the input back: a Host header the
-server does not answer (400, Starlette's "Invalid host header"), and in JSON a body that is too large (413), not
-JSON (415, 400) or invalid (422, naming the field), and a full queue (503 with Retry-After).
+Every error has one shape, `{"detail": [{"loc", "msg", "type"}]}` (api_errors), says what is wrong and never
+echoes the input back: a Host header the server does not answer (400); a body that is too large (413), not
+JSON (415, 400), slow to arrive (408) or invalid (422, naming the field); a missing or wrong API key (401,
+403); an unknown quote id (404); a quote already listed with another source or gloss (409); and a full queue
+(503 with Retry-After).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response, status
-from fastapi.exceptions import RequestValidationError
+from fastapi import FastAPI, Query, Request, Response, Security, status
 from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.security import APIKeyHeader
 from fastapi.staticfiles import StaticFiles
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from quoter.bundle import QuoteRecord
 from quoter.errors import InputError, QuoterError
 from quoter.languages import Language
 from quoter.ranking import Query as Context
 from quoter.serving.admission import ContextAdmission, ServerBusyError
+from quoter.serving.answered_hosts import AnsweredHosts
+from quoter.serving.api_errors import ApiError, error_response, error_statuses, install_error_handlers
 from quoter.serving.json_body import json_body_route
 from quoter.serving.language_choice import LanguageChoiceError, choose_hosted_language
-from quoter.serving.live_quotes import ScoredQuote, UnknownQuoteError
+from quoter.serving.live_quotes import QuoteConflictError, ScoredQuote, UnknownQuoteError
+from quoter.serving.openapi_document import describe_hosting
 from quoter.serving.page_security import security_headers
+from quoter.serving.quote_store import ChangeNotSavedError
 from quoter.serving.recommender import Recommender
 from quoter.serving.schemas import (
     MAX_PAGE,
@@ -54,7 +61,7 @@ from quoter.serving.server_limits import ServerLimits
 STATIC_FOLDER = Path(__file__).parent / "static"
 DEMO_PAGE = STATIC_FOLDER / "index.html"
 API_KEY_HEADER = "X-API-Key"
-BUSY = {status.HTTP_503_SERVICE_UNAVAILABLE: {"description": "The queue is full; retry after Retry-After seconds."}}
+Location = tuple[str | int, ...]
 
 
 @dataclass(frozen=True)
@@ -97,57 +104,84 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
         summary="Quote recommendation: the quotes that best fit a gap in your text.",
         lifespan=lifespan,
     )
-    app.router.route_class = json_body_route(limits.max_body_bytes)
-    app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(limits.allowed_hosts), www_redirect=False)
+    app.router.route_class = json_body_route(limits.max_body_bytes, limits.body_timeout_s)
+    app.add_middleware(AnsweredHosts, hosts=limits.allowed_hosts)
+    install_error_handlers(app)
     admission = ContextAdmission(limits.max_queued_contexts)
     if STATIC_FOLDER.is_dir():  # the demo page's folder; anything beside index.html is served under /static
         app.mount("/static", StaticFiles(directory=STATIC_FOLDER), name="static")
 
-    @app.exception_handler(RequestValidationError)
-    async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
-        # The input is left out: it may be megabytes long, or not even encodable (NaN, a lone surrogate).
-        errors = [{"type": e["type"], "loc": e["loc"], "msg": e["msg"]} for e in error.errors()]
-        return JSONResponse({"detail": errors}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = describe_hosting(FastAPI.openapi(app), list(hosted))
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     @app.exception_handler(ServerBusyError)
     async def busy(request: Request, error: ServerBusyError) -> JSONResponse:
         headers = {"Retry-After": str(limits.retry_after_s)}
-        return JSONResponse({"detail": str(error)}, status_code=status.HTTP_503_SERVICE_UNAVAILABLE, headers=headers)
-
-    @app.exception_handler(LanguageChoiceError)
-    async def language_error(request: Request, error: LanguageChoiceError) -> JSONResponse:
-        return JSONResponse({"detail": str(error)}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+        return error_response(status.HTTP_503_SERVICE_UNAVAILABLE, str(error), "busy", headers=headers)
 
     @app.exception_handler(UnknownQuoteError)
     async def unknown_quote(request: Request, error: UnknownQuoteError) -> JSONResponse:
-        return JSONResponse({"detail": str(error)}, status_code=status.HTTP_404_NOT_FOUND)
+        return error_response(status.HTTP_404_NOT_FOUND, str(error), "not_found", ("path", "quote_id"))
+
+    @app.exception_handler(ChangeNotSavedError)
+    async def not_saved(request: Request, error: ChangeNotSavedError) -> JSONResponse:
+        # The operator learns where and why; the client, which cannot fix it, only that nothing changed.
+        logging.getLogger(__name__).error("%s", error)
+        message = "the change could not be saved on the server, so it was not made; the operator's log says why"
+        return error_response(status.HTTP_503_SERVICE_UNAVAILABLE, message, "not_saved")
+
+    @app.exception_handler(QuoteConflictError)
+    async def conflict(request: Request, error: QuoteConflictError) -> JSONResponse:
+        return error_response(status.HTTP_409_CONFLICT, str(error), "listed_differently", ("body", error.field))
 
     @app.exception_handler(InputError)
     async def bad_input(request: Request, error: InputError) -> JSONResponse:
-        return JSONResponse({"detail": str(error)}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+        loc = ("body",) if error.field is None else ("body", error.field)
+        return error_response(status.HTTP_422_UNPROCESSABLE_CONTENT, error.message, "invalid", loc)
 
-    def check_api_key(key: Annotated[str | None, Header(alias=API_KEY_HEADER)] = None) -> None:
-        if config.api_key is None:
-            return
+    # The key is asked for (and documented) only when one is configured. key_header is a local, which a
+    # string annotation cannot name: hence a default, not Annotated.
+    key_header = APIKeyHeader(name=API_KEY_HEADER, auto_error=False, description="The server's API key.")
+
+    def check_api_key(key: str | None = Security(key_header)) -> None:
+        assert config.api_key is not None
+        where = ("header", API_KEY_HEADER)
         if key is None:
-            raise HTTPException(status.HTTP_401_UNAUTHORIZED, f"this needs the API key in the {API_KEY_HEADER} header")
+            message = f"this needs the API key in the {API_KEY_HEADER} header"
+            raise ApiError(status.HTTP_401_UNAUTHORIZED, message, "api_key_missing", where)
         if not secrets.compare_digest(key.encode(), config.api_key.encode()):
-            raise HTTPException(status.HTTP_403_FORBIDDEN, "wrong API key")
+            raise ApiError(status.HTTP_403_FORBIDDEN, "wrong API key", "api_key_wrong", where)
 
-    def named(lang: Language | None) -> Recommender:
+    keyed = config.api_key is not None
+    writes_need = [Security(check_api_key)] if keyed else []
+    key_statuses = (401, 403) if keyed else ()
+
+    def choose(lang: Language | None, texts: list[str], loc: Location) -> tuple[Language, bool]:
+        """The language of a request (see choose_hosted_language); a 422 at `loc` when it cannot be chosen."""
+        try:
+            return choose_hosted_language(lang, hosted, texts)
+        except LanguageChoiceError as error:
+            raise ApiError(status.HTTP_422_UNPROCESSABLE_CONTENT, str(error), "language", loc) from None
+
+    def named(lang: Language | None, loc: Location) -> Recommender:
         """The bundle of a request that changes or lists quotes: no guessing, only one language may go unnamed."""
         if lang is None and len(hosted) > 1:
             names = ", ".join(language.value for language in hosted)
-            raise LanguageChoiceError(f"several languages are hosted ({names}); name lang")
-        language, _ = choose_hosted_language(lang, hosted, [])
-        return hosted[language]
+            message = f"several languages are hosted ({names}); name lang"
+            raise ApiError(status.HTTP_422_UNPROCESSABLE_CONTENT, message, "language", loc)
+        return hosted[choose(lang, [], loc)[0]]
 
     async def ranked_in(language: Language, requests: list[RecommendRequest]) -> list[list[ScoredQuote]]:
         return await hosted[language].recommend_async([(Context(r.left, r.right), r.k) for r in requests])
 
-    async def recommend_all(requests: Sequence[RecommendRequest]) -> list[RecommendResponse]:
-        """The responses in order; every language is chosen, and the queue checked, before any work is queued."""
-        languages = [choose_hosted_language(r.lang, hosted, [r.left, r.right]) for r in requests]
+    async def recommend_all(requests: Sequence[RecommendRequest], locs: Sequence[Location]) -> list[RecommendResponse]:
+        """The responses in order; every language is chosen (a 422 at the request's loc if one cannot be), and
+        the queue checked, before any work is queued."""
+        languages = [choose(r.lang, [r.left, r.right], loc) for r, loc in zip(requests, locs)]
         by_language: dict[Language, list[int]] = {}
         for number, (language, _) in enumerate(languages):
             by_language.setdefault(language, []).append(number)
@@ -166,11 +200,11 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
     @app.get("/", include_in_schema=False)
     def demo_page() -> HTMLResponse:
         if not DEMO_PAGE.is_file():
-            raise HTTPException(status.HTTP_404_NOT_FOUND, "the demo page is not installed")
+            raise ApiError(status.HTTP_404_NOT_FOUND, "the demo page is not installed", "not_found")
         page = DEMO_PAGE.read_text(encoding="utf-8")
         return HTMLResponse(page, headers=security_headers(page))
 
-    @app.get("/health")
+    @app.get("/health", responses=error_statuses(400))
     async def health() -> Health:
         """The hosted languages and their quote sets."""
         bundles = [
@@ -186,18 +220,21 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
         ]
         return Health(languages=list(hosted), bundles=bundles)
 
-    @app.post("/recommend", responses=BUSY)
+    recommend_errors = error_statuses(400, 408, 413, 415, 422, 503)
+
+    @app.post("/recommend", responses=recommend_errors)
     async def recommend(request: RecommendRequest) -> RecommendResponse:
         """The best k quotes for the gap between left and right, best first."""
-        [response] = await recommend_all([request])
+        [response] = await recommend_all([request], [("body", "lang")])
         return response
 
-    @app.post("/recommend/batch", responses=BUSY)
+    @app.post("/recommend/batch", responses=recommend_errors)
     async def recommend_batch(batch: RecommendBatchRequest) -> RecommendBatchResponse:
         """Recommendations for several contexts, in order; each may name its own language."""
-        return RecommendBatchResponse(responses=await recommend_all(batch.requests))
+        locs = [("body", "requests", number, "lang") for number in range(len(batch.requests))]
+        return RecommendBatchResponse(responses=await recommend_all(batch.requests, locs))
 
-    @app.get("/quotes")
+    @app.get("/quotes", responses=error_statuses(400, 422))
     def list_quotes(
         lang: Language | None = None,
         offset: Annotated[int, Query(ge=0)] = 0,
@@ -205,15 +242,28 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
         q: Annotated[str, Query(max_length=MAX_SEARCH_CHARS, description="Text the quote or source contains.")] = "",
     ) -> QuotePage:
         """Browse a quote set in id order, optionally only quotes whose text or source contains q."""
-        recommender = named(lang)
+        recommender = named(lang, ("query", "lang"))
         total, page = recommender.quotes.browse(offset, limit, q)
         quotes = [QuoteOut(id=i, quote=record.text, source=record.source) for i, record in page]
         return QuotePage(lang=recommender.language, total=total, offset=offset, limit=limit, quotes=quotes)
 
-    @app.post("/quotes", dependencies=[Depends(check_api_key)], status_code=status.HTTP_201_CREATED)
+    already_listed = {
+        status.HTTP_200_OK: {
+            "model": QuoteChange,
+            "description": "The quote was already listed (with the same source and gloss, or none given): its id.",
+        }
+    }
+
+    @app.post(
+        "/quotes",
+        dependencies=writes_need,
+        status_code=status.HTTP_201_CREATED,
+        responses={**already_listed, **error_statuses(400, *key_statuses, 408, 409, 413, 415, 422, 503)},
+    )
     def add_quote(body: QuoteIn, response: Response) -> QuoteChange:
-        """List a quote (encoded now); a quote already listed is not listed twice: its id comes back, 200."""
-        recommender = named(body.lang)
+        """List a quote (encoded now). A quote already listed is not listed twice: its id comes back with 200,
+        or 409 when the add gives it another source or gloss than it has (remove it first to change them)."""
+        recommender = named(body.lang, ("body", "lang"))
         quote_id, created = recommender.quotes.add(QuoteRecord(body.quote, body.source, body.gloss))
         if not created:
             response.status_code = status.HTTP_200_OK
@@ -222,10 +272,12 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
             id=quote_id, quote=record.text, source=record.source, lang=recommender.language, created=created
         )
 
-    @app.delete("/quotes/{quote_id}", dependencies=[Depends(check_api_key)])
+    @app.delete(
+        "/quotes/{quote_id}", dependencies=writes_need, responses=error_statuses(400, *key_statuses, 404, 422, 503)
+    )
     def remove_quote(quote_id: int, lang: Language | None = None) -> QuoteChange:
         """Unlist a quote; it is never recommended again and its id is not reused."""
-        recommender = named(lang)
+        recommender = named(lang, ("query", "lang"))
         record = recommender.quotes.remove(quote_id)
         return QuoteChange(id=quote_id, quote=record.text, source=record.source, lang=recommender.language)
 

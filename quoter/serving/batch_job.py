@@ -7,25 +7,30 @@ contexts skipped, provided the partial file was written by the same run (batch_r
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from quoter.atomic_files import check_output_file, write_json_atomic
-from quoter.errors import InputError
+from quoter.atomic_files import check_not_an_input, check_output_file, write_json_atomic
+from quoter.errors import InputError, QuoterError
 from quoter.progress import progress_bar
 from quoter.ranking import Query
 from quoter.serving.batch_resume import check_resumable, run_record, run_record_path
-from quoter.serving.live_quotes import ScoredQuote
-from quoter.serving.recommender import Recommender
 from quoter.serving.settings import BatchConfig
 from quoter.text_lines import check_text, decoded_lines, json_object
 
+if TYPE_CHECKING:  # torch comes with them: the command checks its input and output before it waits for that
+    from quoter.serving.live_quotes import ScoredQuote
+    from quoter.serving.recommender import Recommender
+
 JSONL_SUFFIXES = (".jsonl", ".json")
 PARTIAL_SUFFIX = ".partial"
+# Why writing the output may stop with no fault of the run: a full disk, a file size limit, a quota.
+OUT_OF_ROOM = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,16 @@ def partial_path(output: Path) -> Path:
     return output.with_name(output.name + PARTIAL_SUFFIX)
 
 
+def check_batch_output(output: Path, input: Path) -> None:
+    """Refuse, before any model loads, an --output where the output cannot be written, or whose files
+    (OUTPUT, OUTPUT.partial and its run record) would overwrite the --input file."""
+    check_output_file(output, "--output")
+    partial = partial_path(output)
+    check_output_file(partial, "--output")
+    for path in (output, partial, run_record_path(partial)):
+        check_not_an_input(path, "--output", {"--input": input})
+
+
 def _kept_prefix(partial: Path, contexts: Sequence[BatchContext]) -> tuple[int, int]:
     """How many contexts the partial output already answers, and the bytes of those complete lines."""
     if not partial.is_file():
@@ -87,7 +102,7 @@ def _kept_prefix(partial: Path, contexts: Sequence[BatchContext]) -> tuple[int, 
                 break  # cut off mid-line by the interruption
             try:
                 line = json.loads(raw)["line"]
-            except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
+            except (ValueError, RecursionError, KeyError, TypeError):  # not one of the lines written here
                 break
             if done >= len(contexts) or line != contexts[done].line:
                 raise InputError(
@@ -119,31 +134,48 @@ def run_batch(
     resume: bool = False,
     progress: bool = True,
 ) -> int:
-    """Write the top k quotes of every context to `output` (JSON lines, input order); return how many
-    contexts this run ranked (fewer than all when it resumed)."""
+    """Write the top k quotes of every context to `output` (JSON lines, input order; checked beforehand by
+    check_batch_output); return how many contexts this run ranked (fewer than all when it resumed). A full
+    disk or a file size limit stops the run in one line that says how to resume it."""
     output = Path(output)
     partial = partial_path(output)
-    check_output_file(output)
-    check_output_file(partial)
     record = run_record(recommender, contexts, config.k, config.left_only)
     if resume and partial.exists():
         check_resumable(partial, record)
     done, kept = _kept_prefix(partial, contexts) if resume else (0, 0)
     output.parent.mkdir(parents=True, exist_ok=True)
-    with partial.open("r+b" if done else "wb") as handle:
-        # Recorded once an older partial output is emptied: a record never vouches for another run's lines.
-        write_json_atomic(run_record_path(partial), record)
-        handle.truncate(kept)
-        handle.seek(kept)
-        with progress_bar(total=len(contexts), initial=done, unit="context", enabled=progress) as bar:
-            for begin in range(done, len(contexts), config.chunk):
-                chunk = contexts[begin : begin + config.chunk]
-                queries = [Query(c.query.left) if config.left_only else c.query for c in chunk]
-                found = recommender.recommend(queries, config.k)
-                handle.write("".join(_output_line(c, f) for c, f in zip(chunk, found)).encode("utf-8"))
-                handle.flush()
-                bar.update(len(chunk))
-        os.fsync(handle.fileno())
+    recorded = False
+    try:
+        with partial.open("r+b" if done else "wb") as handle:
+            # Recorded once an older partial output is emptied: a record never vouches for another run's lines.
+            write_json_atomic(run_record_path(partial), record)
+            recorded = True
+            handle.truncate(kept)
+            handle.seek(kept)
+            with progress_bar(total=len(contexts), initial=done, unit="context", enabled=progress) as bar:
+                for begin in range(done, len(contexts), config.chunk):
+                    chunk = contexts[begin : begin + config.chunk]
+                    queries = [Query(c.query.left) if config.left_only else c.query for c in chunk]
+                    found = recommender.recommend(queries, config.k)
+                    handle.write("".join(_output_line(c, f) for c, f in zip(chunk, found)).encode("utf-8"))
+                    handle.flush()
+                    bar.update(len(chunk))
+            os.fsync(handle.fileno())
+    except OSError as error:
+        if error.errno not in OUT_OF_ROOM:
+            raise
+        raise _out_of_room(partial, error, recorded) from None
     os.replace(partial, output)
     run_record_path(partial).unlink(missing_ok=True)
     return len(contexts) - done
+
+
+def _out_of_room(partial: Path, error: OSError, recorded: bool) -> QuoterError:
+    """The one line for a run stopped by a full disk or a file size limit. Once its run record is written,
+    its complete lines are kept for --resume to go on from."""
+    if not recorded:
+        return QuoterError(f"{partial}: {error.strerror} before the run began; make room, then run it again")
+    return QuoterError(
+        f"{partial}: {error.strerror}; the complete lines written so far are kept: make room (or lift the file "
+        "size limit), then run the same command with --resume to go on"
+    )

@@ -1,23 +1,29 @@
-"""Which runtime encodes contexts: torch (float32), ONNX Runtime (float32) or ONNX Runtime with dynamic int8
-weights; by default, on a CPU, the fastest whose measured loss of MRR is at most MAX_MRR_LOSS.
+"""Which runtime encodes contexts: torch (float32), ONNX Runtime (float32) or ONNX Runtime with int8 products;
+by default, on a CPU, the fastest whose measured loss of MRR is at most MAX_MRR_LOSS and whose context vectors
+do not depend on the other contexts of a call (MAX_BATCH_DEVIATION).
 
 The ONNX graphs are exported once per context encoder and cached, beside the bundle when its folder can be
 written and in $QUOTER_CACHE otherwise, under a hash of everything its vectors depend on (weights, settings,
-tokenizer) and of the check set, so a cached graph is never stale. At export each ONNX runtime is measured
-against torch float32 on a check set and the result is saved with the graphs: the mean cosine of the context
-vectors and the MRR of ranking the check set's quotes (encoded by the bundle's quote encoder). Bundles do not
-keep their validation contexts, so the check set is fixed per language (CheckSet).
+tokenizer), of the check set and of the ONNX Runtime version, so a cached graph is never stale. At export each
+ONNX runtime is measured against torch float32 on a check set and the result is saved with the graphs: the
+mean cosine of the context vectors, the MRR of ranking the check set's quotes (encoded by the bundle's quote
+encoder), and how far a context's vector moves between being encoded alone and beside contexts of other
+lengths. Bundles do not keep their validation contexts, so the check set is fixed per language (CheckSet).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from importlib.metadata import version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+import torch
+import xxhash
 
 from quoter.atomic_files import build_folder_once
 from quoter.bundle import Bundle
@@ -30,15 +36,21 @@ from quoter.errors import QuoterError
 from quoter.languages import Language
 from quoter.metrics import rank_metrics, ranks_from_scores
 from quoter.ranking import Query
-from quoter.serving.runtime_config import MAX_MRR_LOSS, ContextRuntime
+from quoter.serving.runtime_config import MAX_BATCH_DEVIATION, MAX_MRR_LOSS, ContextRuntime
+
+if TYPE_CHECKING:
+    from quoter.encoders.onnx_context_encoder import OnnxContextEncoder
 
 # On a CPU, fastest first (python -m benchmarks.versus); torch is the fallback.
 FASTEST_FIRST = (ContextRuntime.ONNX_INT8, ContextRuntime.ONNX)
 GRAPH_FILES = {ContextRuntime.ONNX: "context.onnx", ContextRuntime.ONNX_INT8: "context-int8.onnx"}
 QUALITY_FILE = "quality.json"
 CACHE_FOLDER = "onnx"  # in the bundle folder or in $QUOTER_CACHE
-CACHE_FORMAT = 1  # part of the key: raised when the export changes
+CACHE_FORMAT = 2  # part of the key: raised when the export changes (2: int8 activations per token)
 CHECK_BANK_QUOTES = 200  # the Chinese check sets: this many quotes of the bank, in its order
+MIXED_CALL = 8  # contexts per call when checking that a vector does not depend on its neighbours
+# A fast tokenizer's state that each call may change, which the vectors do not depend on: left out of the key.
+CALL_STATE = ("truncation", "padding")
 
 
 @dataclass(frozen=True)
@@ -81,17 +93,25 @@ def check_set(language: Language) -> CheckSet:
 
 @dataclass(frozen=True)
 class RuntimeQuality:
-    """An ONNX runtime against torch float32 on a check set: mean cosine of the context vectors, and MRR."""
+    """An ONNX runtime against torch float32 on a check set: mean cosine of the context vectors, MRR, and the
+    batch deviation: the largest change of a context's vector, relative to its largest component, between
+    being encoded alone and in one call beside contexts of very different lengths."""
 
     check_set: str
     mean_cosine: float
     mrr: float
     float32_mrr: float
+    batch_deviation: float
 
     @property
     def mrr_loss(self) -> float:
         """How much lower the MRR is than float32's (negative: higher)."""
         return self.float32_mrr - self.mrr
+
+    def acceptable(self) -> bool:
+        """Whether `auto` may run it: MRR at most MAX_MRR_LOSS below float32's, and each context's vector the
+        same alone or batched (within MAX_BATCH_DEVIATION)."""
+        return self.mrr_loss <= MAX_MRR_LOSS and self.batch_deviation <= MAX_BATCH_DEVIATION
 
 
 @dataclass(frozen=True)
@@ -108,7 +128,7 @@ class ChosenRuntime:
             return self.name
         q = self.quality
         measured = f"MRR {q.mrr:.4f} vs {q.float32_mrr:.4f} float32 on the {q.check_set}, cosine {q.mean_cosine:.4f}"
-        return f"{self.name} ({measured})"
+        return f"{self.name} ({measured}, alone vs batched {q.batch_deviation:.0e})"
 
 
 def choose_runtime(bundle: Bundle, runtime: ContextRuntime, folder: Path | None = None) -> ChosenRuntime:
@@ -127,7 +147,7 @@ def choose_runtime(bundle: Bundle, runtime: ContextRuntime, folder: Path | None 
     qualities = read_qualities(graphs)
     wanted = [runtime] if runtime is not ContextRuntime.AUTO else FASTEST_FIRST
     for candidate in wanted:
-        if runtime is candidate or qualities[candidate].mrr_loss <= MAX_MRR_LOSS:
+        if runtime is candidate or qualities[candidate].acceptable():
             onnx = OnnxContextEncoder(encoder, graphs / GRAPH_FILES[candidate])
             return ChosenRuntime(candidate.value, onnx, qualities[candidate])
     return ChosenRuntime(ContextRuntime.TORCH.value, encoder)
@@ -144,23 +164,47 @@ def exported_graphs(bundle: Bundle, folder: Path | None) -> Path:
 
 
 def content_key(encoder: ContextEncoder, check_name: str) -> str:
-    """A hash of what the context vectors depend on (weights, settings, tokenizer) and of the check set."""
-    digest = hashlib.sha256(f"{CACHE_FORMAT} {check_name}".encode())
+    """A hash of what the context vectors depend on (weights, settings, tokenizer), of the check set and of
+    the ONNX Runtime that exports and measures the graphs. Every weight is read at every start: XXH3 (128 bits)
+    reads the 470 MB of multilingual-e5-small in a few hundredths of a second, where SHA-256 took half a second
+    (collisions are as unlikely; nobody forges a cache key, since whoever can write the cache can write graphs)."""
+    digest = xxhash.xxh3_128(f"{CACHE_FORMAT} {check_name} onnxruntime {version('onnxruntime')}".encode())
     settings = {
         "max_length": encoder.max_length,
         "pooling": encoder.config.pooling.to_json(),
         "gap": encoder.config.gap.value,
     }
     digest.update(json.dumps(settings, sort_keys=True).encode("utf-8"))
-    # The tokenizer as saved, less its truncation and padding state, which each call may change.
-    tokenizer = json.loads(encoder.tokenizer.backend_tokenizer.to_str())
-    tokenizer.pop("truncation", None)
-    tokenizer.pop("padding", None)
-    digest.update(json.dumps(tokenizer, sort_keys=True).encode("utf-8"))
+    digest.update(saved_tokenizer(encoder.tokenizer.backend_tokenizer.to_str()).encode("utf-8"))
     for name, tensor in sorted(encoder.model.state_dict().items()):
-        digest.update(name.encode("utf-8"))
-        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    return digest.hexdigest()[:32]
+        digest.update(f"{name} {tensor.dtype} {tuple(tensor.shape)}".encode("utf-8"))
+        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
+    return digest.hexdigest()
+
+
+def saved_tokenizer(text: str) -> str:
+    """A fast tokenizer's JSON text (`to_str()`) less its CALL_STATE. The tokenizers library writes those keys
+    first, after "version", so they are cut out of the text; parsing and writing back the whole of it took a
+    second for multilingual-e5-small's 250,000 words. Any other text is parsed whole."""
+    decoder = json.JSONDecoder()
+    kept, position, seen = ["{"], 1, set()
+    try:
+        while seen != set(CALL_STATE):
+            key, colon = decoder.raw_decode(text, position)
+            if key not in (*CALL_STATE, "version") or text[colon] != ":":
+                raise ValueError(f"unexpected key {key!r}")
+            _, end = decoder.raw_decode(text, colon + 1)
+            if key in CALL_STATE:
+                seen.add(key)
+            else:
+                kept.append(text[position : end + 1])
+            position = end + 1  # past the comma
+    except (ValueError, IndexError):
+        saved = json.loads(text)
+        for key in CALL_STATE:
+            saved.pop(key, None)
+        return json.dumps(saved, sort_keys=True)
+    return "".join(kept) + text[position:]
 
 
 def _export_and_measure(bundle: Bundle, check: CheckSet, target: Path) -> None:
@@ -174,19 +218,43 @@ def _export_and_measure(bundle: Bundle, check: CheckSet, target: Path) -> None:
     reference = encoder.encode(check.queries)
     qualities = {}
     for runtime, graph in GRAPH_FILES.items():
-        vectors = OnnxContextEncoder(encoder, target / graph).encode(check.queries)
-        qualities[runtime.value] = asdict(measure_quality(check, quotes, reference, vectors))
+        onnx = OnnxContextEncoder(encoder, target / graph)
+        alone = onnx.encode(check.queries, batch_size=1)
+        deviation = batch_deviation(alone, mixed_calls(onnx, check.queries))
+        qualities[runtime.value] = asdict(measure_quality(check, quotes, reference, alone, deviation))
     (target / QUALITY_FILE).write_text(json.dumps(qualities, indent=2) + "\n", encoding="utf-8")
 
 
-def measure_quality(check: CheckSet, quotes: np.ndarray, reference: np.ndarray, vectors: np.ndarray) -> RuntimeQuality:
-    """How close `vectors` are to the float32 `reference` vectors of the check set's contexts."""
+def mixed_calls(encoder: OnnxContextEncoder, queries: Sequence[Query]) -> np.ndarray:
+    """The contexts' vectors from calls of MIXED_CALL contexts of very different lengths (shortest beside
+    longest, by characters), each call padded to its longest context."""
+    by_length = sorted(range(len(queries)), key=lambda index: len(queries[index].left) + len(queries[index].right))
+    order = [by_length[i // 2] if i % 2 == 0 else by_length[-1 - i // 2] for i in range(len(by_length))]
+    calls = [order[start : start + MIXED_CALL] for start in range(0, len(order), MIXED_CALL)]
+    vectors = np.concatenate([encoder.encode_together([queries[index] for index in call]) for call in calls])
+    result = np.empty_like(vectors)
+    result[order] = vectors
+    return result
+
+
+def batch_deviation(alone: np.ndarray, batched: np.ndarray) -> float:
+    """The largest change of a vector between `alone` and `batched` (the same contexts encoded alone and in
+    calls with others), relative to the vector's largest component."""
+    largest = np.abs(alone).max(axis=1).clip(min=1e-12)
+    return float((np.abs(batched - alone).max(axis=1) / largest).max())
+
+
+def measure_quality(
+    check: CheckSet, quotes: np.ndarray, reference: np.ndarray, vectors: np.ndarray, deviation: float
+) -> RuntimeQuality:
+    """How close `vectors` are to the float32 `reference` vectors of the check set's contexts; `deviation`:
+    their batch deviation (batch_deviation)."""
     cosines = (reference * vectors).sum(axis=1) / (
         np.linalg.norm(reference, axis=1) * np.linalg.norm(vectors, axis=1)
     ).clip(min=1e-12)
     float32_mrr = rank_metrics(ranks_from_scores(reference @ quotes.T, check.gold))["mrr"]
     mrr = rank_metrics(ranks_from_scores(vectors @ quotes.T, check.gold))["mrr"]
-    return RuntimeQuality(check.name, float(cosines.mean()), mrr, float32_mrr)
+    return RuntimeQuality(check.name, float(cosines.mean()), mrr, float32_mrr, deviation)
 
 
 def read_qualities(graphs: Path) -> dict[ContextRuntime, RuntimeQuality]:

@@ -1,18 +1,33 @@
-"""Which hosted bundle answers a request that does not name its language: decided by the script of the
-context, and between modern and classical Chinese only when the text says which."""
+"""Which hosted bundle answers a request that does not name its language: the one of the hosted script the
+context has most letters of (Latin: en; Han: Chinese), and between modern and classical Chinese the one its
+function words point to, modern when they do not tell. A context with no letter of a hosted script cannot
+be placed."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 
 from quoter.errors import QuoterError
-from quoter.languages import CLASSICAL_MARKERS, HAN, LATIN, MODERN_MARKERS, Language, guess_language
+from quoter.languages import CLASSICAL_MARKERS, HAN, LATIN, MODERN_MARKERS, Language
 
 CHINESE = (Language.ZH, Language.ZH_CLASSICAL)
 
 
 class LanguageChoiceError(QuoterError):
     """The request's language is not hosted, or cannot be told from its text."""
+
+
+def _scripts(hosted: Collection[Language]) -> list[re.Pattern[str]]:
+    """The letters of the hosted languages' scripts: Latin, Han, or both."""
+    scripts = [LATIN] if Language.EN in hosted else []
+    return scripts + [HAN] if any(language in hosted for language in CHINESE) else scripts
+
+
+def hosted_letters_pattern(hosted: Collection[Language]) -> str:
+    """A regular expression (JSON Schema's dialect too) matching a letter of a hosted script: a text without
+    one cannot be placed when several languages are hosted."""
+    return "[" + "".join(script.pattern[1:-1] for script in _scripts(hosted)) + "]"
 
 
 def _hosted_names(hosted: Collection[Language]) -> str:
@@ -29,24 +44,20 @@ def choose_hosted_language(
         return requested, False
     if len(hosted) == 1:
         return next(iter(hosted)), False
-    text = "".join(texts)
-    han, latin = len(HAN.findall(text)), len(LATIN.findall(text))
+    text, scripts = "".join(texts), _scripts(hosted)
+    latin, han = (len(script.findall(text)) if script in scripts else 0 for script in (LATIN, HAN))
     if han == latin == 0:
-        raise LanguageChoiceError(f"cannot tell the language of this text; name lang ({_hosted_names(hosted)})")
+        raise LanguageChoiceError(
+            f"cannot tell the language of this text (no letter of a hosted language); name lang "
+            f"({_hosted_names(hosted)})"
+        )
     if latin >= han:
-        if Language.EN in hosted:
-            return Language.EN, True
-        raise LanguageChoiceError(f"the text looks English, which is not hosted; name lang ({_hosted_names(hosted)})")
+        return Language.EN, True
     chinese = [language for language in CHINESE if language in hosted]
     if len(chinese) == 1:
         return chinese[0], True
-    if not chinese:
-        raise LanguageChoiceError(f"the text looks Chinese, which is not hosted; name lang ({_hosted_names(hosted)})")
-    # Both Chinese bundles are hosted: only the function words can tell them apart, and only if they differ.
+    # Both Chinese bundles are hosted: the function words tell them apart, if they differ; modern Chinese is
+    # what most writers write.
     classical = sum(char in CLASSICAL_MARKERS for char in text)
     modern = sum(char in MODERN_MARKERS for char in text)
-    if classical == modern:
-        raise LanguageChoiceError(
-            "cannot tell modern from classical Chinese in this text; name lang: zh or zh-classical"
-        )
-    return guess_language([text])[0], True
+    return (Language.ZH_CLASSICAL if classical > modern else Language.ZH), True

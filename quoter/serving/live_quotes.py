@@ -20,6 +20,7 @@ import numpy as np
 from quoter.bundle import Bundle, QuoteRecord
 from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.errors import InputError, QuoterError
+from quoter.quote_record import has_visible_text
 from quoter.quote_set import QuoteSet, encode_quote_set
 from quoter.serving.index_config import IndexConfig
 from quoter.serving.quote_index import QuoteIndex
@@ -30,6 +31,19 @@ LIVE_FOLDER = "quote_index"
 
 class UnknownQuoteError(QuoterError):
     """No quote has this id."""
+
+
+class QuoteConflictError(QuoterError):
+    """An add gives a listed quote another source or gloss than it is listed with (`field` names which): the
+    quote is not listed twice, and what the add gives would be lost without a word."""
+
+    def __init__(self, quote_id: int, field: str) -> None:
+        self.quote_id = quote_id
+        self.field = field
+        super().__init__(
+            f"the quote is already listed, as id {quote_id}, with another {field}; remove it first to list it "
+            f"with this {field}"
+        )
 
 
 @dataclass(frozen=True)
@@ -124,7 +138,7 @@ class LiveQuotes:
         try:
             return self._records[quote_id]
         except KeyError:
-            raise UnknownQuoteError(f"no quote has id {quote_id}") from None
+            raise UnknownQuoteError("no quote has this id") from None  # the id may be any size: not echoed
 
     def id_of(self, text: str) -> int | None:
         """The id of the quote with this text, if it is listed."""
@@ -143,17 +157,24 @@ class LiveQuotes:
         return len(matches), matches[offset : offset + limit]
 
     def add(self, record: QuoteRecord) -> tuple[int, bool]:
-        """List a quote; return its id and whether it is new (a text already listed keeps its id)."""
+        """List a quote; return its id and whether it is new. A text already listed keeps its id, and the add
+        is refused (QuoteConflictError) if it gives that quote another source or gloss; a text that shows
+        nothing (see has_visible_text) is refused."""
         record = QuoteRecord(quote_key(record.text), record.source.strip(), record.gloss.strip())
-        if not record.text:
-            raise InputError("the quote is empty", field="quote")
-        known = self.id_of(record.text)
+        if not has_visible_text(record.text):
+            raise InputError(
+                "the quote has no letter, number, punctuation or symbol: only white space, control, zero-width or "
+                "combining characters",
+                field="quote",
+            )
+        with self._lock:
+            known = self._listed(record)
         if known is not None:
             return known, False
         # Encode outside the lock: searches go on meanwhile.
         vector = encode_quote_set(self._encoder, [record]).vectors
         with self._lock:
-            known = self.id_of(record.text)
+            known = self._listed(record)
             if known is not None:
                 return known, False
             quote_id = self._next_id
@@ -166,6 +187,18 @@ class LiveQuotes:
             self._by_text[record.text] = quote_id
             self._version += 1
         return quote_id, True
+
+    def _listed(self, record: QuoteRecord) -> int | None:
+        """The id of the listed quote with the record's text, if any; a QuoteConflictError if the record gives
+        it another source or gloss (an empty one gives none). Called under the lock."""
+        quote_id = self.id_of(record.text)
+        if quote_id is None:
+            return None
+        listed = self._records[quote_id]
+        for field, given, kept in (("source", record.source, listed.source), ("gloss", record.gloss, listed.gloss)):
+            if given and given != kept:
+                raise QuoteConflictError(quote_id, field)
+        return quote_id
 
     def remove(self, quote_id: int) -> QuoteRecord:
         """Unlist a quote by id; return it."""

@@ -47,6 +47,7 @@ import numpy as np
 from quoter.atomic_files import fsync_path, write_json_atomic
 from quoter.errors import InputError, QuoterError
 from quoter.quote_record import QuoteRecord
+from quoter.text_lines import json_object
 
 STORE_FORMAT = "quoter-quote-set"
 STORE_VERSION = 1
@@ -58,6 +59,11 @@ TEMPORARY_SUFFIX = ".tmp"
 LEGACY_FILES = ("index.faiss", "quotes.jsonl", "settings.json")
 VECTOR_TYPE = np.dtype("<f4")
 COMPACT_EVERY = 8
+
+
+class ChangeNotSavedError(QuoterError):
+    """A change could not be saved (a folder that cannot be written, a full disk, another process), so it was
+    not made."""
 
 
 @dataclass
@@ -179,11 +185,12 @@ def _complete_lines(path: Path) -> Iterator[tuple[int, bytes, int]]:
             yield number, raw, end
 
 
-def _parse(raw: bytes, path: Path, line: int) -> Any:
+def _parse(raw: bytes, path: Path, line: int) -> dict[str, Any]:
     try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise InputError("not a valid JSON line", path=path, line=line) from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", path=path, line=line) from None
+    return json_object(text, path, line, "a JSON object")
 
 
 def _read_header(path: Path) -> dict[str, int] | None:
@@ -296,7 +303,7 @@ class QuoteStore:
             # Cut off what the failed write left, so that the next change starts where it did.
             with contextlib.suppress(OSError):
                 os.ftruncate(log_fd, self._log_size)
-            raise QuoterError(f"{self.folder}: could not save the change ({error.strerror})") from None
+            raise ChangeNotSavedError(f"{self.folder}: could not save the change ({error.strerror})") from None
         self._log_size += len(line)
 
     def _claim(self) -> BinaryIO:
@@ -307,14 +314,16 @@ class QuoteStore:
             self.folder.mkdir(parents=True, exist_ok=True)
             lock_file = (self.folder / LOCK_FILE).open("ab")
         except OSError as error:
-            raise QuoterError(f"{self.folder}: cannot save quote changes here ({error.strerror})") from None
+            raise ChangeNotSavedError(f"{self.folder}: cannot save quote changes here ({error.strerror})") from None
         if not _try_lock(lock_file.fileno()):
             lock_file.close()
-            raise QuoterError(f"{self.folder}: another process is changing these quotes; stop it to change them here")
+            raise ChangeNotSavedError(
+                f"{self.folder}: another process is changing these quotes; stop it to change them here"
+            )
         log_path = self.folder / log_name(self._generation)
         if _snapshot_generation(self.folder) != self._generation or _has_more_changes(log_path, self._log_size):
             lock_file.close()
-            raise QuoterError(
+            raise ChangeNotSavedError(
                 f"{self.folder}: another process changed these quotes since they were loaded; restart to load them"
             )
         try:
@@ -323,7 +332,7 @@ class QuoteStore:
             log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT, 0o644)
         except OSError as error:
             lock_file.close()
-            raise QuoterError(f"{self.folder}: cannot save quote changes here ({error.strerror})") from None
+            raise ChangeNotSavedError(f"{self.folder}: cannot save quote changes here ({error.strerror})") from None
         self._log_file = os.fdopen(log_fd, "wb", buffering=0)
         fsync_path(self.folder)
         self._lock_file = lock_file

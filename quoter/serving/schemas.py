@@ -1,15 +1,17 @@
 """The HTTP API's request and response bodies, with the limits that keep one request cheap.
 
-Request fields are strict: `"k": true` or `"k": "5"` is an error, not 1 or 5.
+Request fields are strict: `"k": true` or `"k": "5"` is an error, not 1 or 5; `"k": 5.0` is 5, an integer
+as JSON Schema counts them.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, Strict
+from pydantic import BaseModel, BeforeValidator, Field, Strict
 
 from quoter.languages import Language
+from quoter.quote_record import VISIBLE_TEXT_PATTERN
 
 MAX_CONTEXT_CHARS = 2000  # per side; the encoder keeps at most 128 tokens next to the gap anyway
 MAX_K = 100
@@ -20,9 +22,14 @@ MAX_PAGE = 100
 MAX_SEARCH_CHARS = 200
 
 
+def _whole_number(value: Any) -> Any:
+    """A JSON number without a fraction (5.0, 1e2) as the integer it is; anything else as it is."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 # A strict str also refuses a lone surrogate (JSON can spell "\ud800"), which is no text.
 Text = Annotated[str, Strict()]
-Count = Annotated[int, Strict()]
+Count = Annotated[int, Strict(), BeforeValidator(_whole_number)]
 
 
 class RecommendRequest(BaseModel):
@@ -72,7 +79,13 @@ class RecommendBatchResponse(BaseModel):
 class QuoteIn(BaseModel):
     """A quote to list."""
 
-    quote: Text = Field(min_length=1, max_length=MAX_QUOTE_CHARS)
+    quote: Text = Field(
+        min_length=1,
+        max_length=MAX_QUOTE_CHARS,
+        description="The quote: it must show something, a letter, number, punctuation mark or symbol; white space, "
+        "control, zero-width and combining characters alone are refused.",
+        json_schema_extra={"pattern": VISIBLE_TEXT_PATTERN},
+    )
     source: Text = Field("", max_length=MAX_SOURCE_CHARS)
     gloss: Text = Field(
         "", max_length=MAX_SOURCE_CHARS, description="What the quote means; read with it when the bundle reads glosses."
@@ -81,7 +94,8 @@ class QuoteIn(BaseModel):
 
 
 class QuoteChange(QuoteOut):
-    """A quote that was added (created false: the text was already listed under this id) or removed."""
+    """A quote that was added (created false: the text was already listed under this id, with the same source
+    and gloss or none given) or removed."""
 
     lang: Language
     created: bool = False
@@ -114,3 +128,18 @@ class Health(BaseModel):
     status: Literal["ok"] = "ok"
     languages: list[Language]
     bundles: list[BundleHealth]
+
+
+class ErrorDetail(BaseModel):
+    """One thing wrong with a request: where it is (body, query, path or header, then the field; empty for the
+    request as a whole), what it is, and its kind for programs. It never repeats what was sent."""
+
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ErrorResponse(BaseModel):
+    """The body of every error the API answers, whatever its status."""
+
+    detail: list[ErrorDetail]

@@ -1,4 +1,5 @@
-"""What a server accepts: request body size, contexts waiting for the model, Host names, idle connections."""
+"""What a server accepts: request body size, contexts waiting for the model, Host names, idle connections, and
+how long a request may take to arrive."""
 
 from __future__ import annotations
 
@@ -26,6 +27,12 @@ class ServerLimits:
     server through DNS rebinding; "*" answers any.
     keep_alive_s: how long an idle connection stays open; longer than clients keep idle connections (httpx
     5 s, aiohttp 15 s), so that the server never closes one just as a client reuses it.
+    header_timeout_s: how long a request's line and headers may take to arrive, from the connection's opening
+    or the request's first byte (then the connection is closed): they are a few hundred bytes, one packet,
+    and 10 s leaves a poor mobile link several retransmissions, while a client that sends them byte by byte
+    holds a connection no longer.
+    body_timeout_s: how long a request body may take to arrive, from the end of the headers (then 408 and the
+    connection is closed): the largest body, 2 MB, at 300 kbit/s, a slow mobile uplink.
     """
 
     max_body_bytes: int = 2 * 1024 * 1024
@@ -33,12 +40,16 @@ class ServerLimits:
     retry_after_s: int = 1
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     keep_alive_s: int = 75
+    header_timeout_s: int = 10
+    body_timeout_s: int = 60
 
     def __post_init__(self) -> None:
         at_least("max_body_bytes", self.max_body_bytes, 1)
         at_least("max_queued_contexts", self.max_queued_contexts, MAX_BATCH)  # the largest batch request
         at_least("retry_after_s", self.retry_after_s, 0)
         at_least("keep_alive_s", self.keep_alive_s, 1)
+        at_least("header_timeout_s", self.header_timeout_s, 1)
+        at_least("body_timeout_s", self.body_timeout_s, 1)
 
 
 def is_loopback(address: str) -> bool:

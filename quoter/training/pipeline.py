@@ -34,7 +34,7 @@ from quoter.training.data import QuoteDataModule, TrainingData
 from quoter.training.joint_module import JointModule
 from quoter.training.negatives import NegativeSampler
 from quoter.training.retrain_module import RetrainModule
-from quoter.training.trainer import remove_stage_checkpoints, run_stage
+from quoter.training.trainer import describe_hardware, remove_stage_checkpoints, run_stage, stage_has_checkpoints
 
 CONFIG_FILE = "config.json"
 # Settings that may change when a run is resumed: they do not change what is trained.
@@ -108,14 +108,20 @@ def checkpoint_folder(config: TrainConfig) -> Path:
     return Path(f"{Path(config.run.output).resolve()}.checkpoints")
 
 
+def holds_checkpoints(folder: Path) -> bool:
+    """Whether a run saved, in its checkpoint folder, anything that a resumed run would go on from."""
+    return any(stage_has_checkpoints(folder / stage) for stage in (JOINT_FOLDER, RETRAIN_FOLDER))
+
+
 def claim_folder(folder: Path, config: TrainConfig) -> None:
     """Record the run's settings in its checkpoint folder; resuming a run made with other settings is an
-    error, since its checkpoints would silently continue the wrong run."""
+    error, since its checkpoints would silently continue the wrong run. A run that stopped before its first
+    checkpoint left nothing to continue: its record is replaced, whatever its settings were."""
     settings = config_to_dict(config)
     for key in RESUME_FREE:
         settings["run"].pop(key)
     path = folder / CONFIG_FILE
-    if config.run.resume and path.is_file():
+    if config.run.resume and path.is_file() and holds_checkpoints(folder):
         if json.loads(path.read_text(encoding="utf-8")) != settings:
             raise QuoterError(
                 f"run.checkpoints: {folder} holds a run with other settings; delete it, choose another folder, "
@@ -151,9 +157,12 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> Bundle:
         f"{len(data.quotes):,} quotes ({len(data.train_quote_ids):,} in train); language {language.value} ({reason})"
     )
     folder = checkpoint_folder(config)
-    if not config.run.resume and folder.exists():
-        raise QuoterError(f"run.checkpoints: {folder} exists; delete it or set run.resume=true to continue it")
+    if not config.run.resume and holds_checkpoints(folder):
+        raise QuoterError(
+            f"run.checkpoints: {folder} holds the checkpoints of a run; delete it or set run.resume=true to continue it"
+        )
     claim_folder(folder, config)
+    log(f"training on {describe_hardware(config.run)}")
     pl.seed_everything(config.run.seed, workers=True, verbose=False)
     encoders = build_encoders(config, language)
     if config.sememes.source is not None and config.sememes.alpha > 0 and not config.joint.enabled:
@@ -198,6 +207,13 @@ def fit_bundle_fusion(
     log(f"fusion fitted on valid ({bundle.fusion.describe()}): valid MRR {mrrs['fused']:.4f}; alone: {alone}")
 
 
+def _stop_summary(metrics: dict[str, float]) -> str:
+    """How far a stage trained, for the log: its optimizer steps and complete epochs (Lightning's progress
+    bar numbers epochs from 0)."""
+    epochs = int(metrics["epochs"])
+    return f"stopped after {int(metrics['steps']):,} steps and {epochs} full epoch{'' if epochs == 1 else 's'}"
+
+
 def train_stages(
     config: TrainConfig, encoders: Encoders, data: TrainingData, folder: Path, log: Callable[[str], None]
 ) -> dict[str, dict[str, float]]:
@@ -211,7 +227,7 @@ def train_stages(
         module = JointModule(encoders.context, encoders.quote, data, config.joint, negatives)
         batches = QuoteDataModule(data, config.joint.batch_size, valid_batch, seed, config.negatives.in_batch)
         metrics["joint"] = run_stage(module, batches, config.joint, config.run, folder / JOINT_FOLDER, "joint")
-        log(f"stage 1: best validation MRR {metrics['joint']['val_mrr']:.4f}")
+        log(f"stage 1: {_stop_summary(metrics['joint'])}; best validation MRR {metrics['joint']['val_mrr']:.4f}")
     if config.retrain.enabled:
         log("stage 2: training the context encoder over all train quotes, quote encoder frozen")
         encoders.quote.requires_grad_(False)
@@ -221,7 +237,7 @@ def train_stages(
         )
         batches = QuoteDataModule(data, config.retrain.batch_size, valid_batch, seed, False)
         metrics["retrain"] = run_stage(module, batches, config.retrain, config.run, folder / RETRAIN_FOLDER, "retrain")
-        log(f"stage 2: best validation MRR {metrics['retrain']['val_mrr']:.4f}")
+        log(f"stage 2: {_stop_summary(metrics['retrain'])}; best validation MRR {metrics['retrain']['val_mrr']:.4f}")
         # Stage 1 validated against the same quote vectors, so its MRR is the starting point stage 2 must beat.
         if "joint" in metrics and metrics["retrain"]["val_mrr"] < metrics["joint"]["val_mrr"]:
             encoders.context.load_state_dict(stage_one)

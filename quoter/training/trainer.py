@@ -8,6 +8,7 @@ import json
 import netrc
 import os
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from pytorch_lightning.loggers import CSVLogger, Logger
 
 from quoter.atomic_files import write_json_atomic
 from quoter.errors import QuoterError
+from quoter.progress import bars_drawn
 from quoter.training.config import LoggerKind, RunConfig, StageConfig
 from quoter.training.data import QuoteDataModule
 from quoter.training.resume import LAST_CHECKPOINT, ResumeCheckpoints
@@ -26,6 +28,12 @@ from quoter.training.stage_module import StageModule
 MONITOR = "val_mrr"
 DONE_FILE = "done.json"
 BEST_FOLDER = "best"
+# Warnings Lightning gives that are not for our users: torch's deprecation of what Lightning's own code does,
+# and, when a run resumes, that the folder of the best checkpoint is not empty (it holds the best so far).
+LIGHTNING_NOISE = (
+    r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+    r"Checkpoint directory .* exists and is not empty",
+)
 
 
 def hardware(run: RunConfig) -> dict[str, Any]:
@@ -45,6 +53,12 @@ def hardware(run: RunConfig) -> dict[str, Any]:
     # Sememe embeddings get no gradient in a batch without sememes, so DDP must allow unused parameters.
     strategy = "ddp_find_unused_parameters_true" if many else "auto"
     return {"accelerator": "gpu" if gpus else "cpu", "devices": devices, "precision": precision, "strategy": strategy}
+
+
+def describe_hardware(run: RunConfig) -> str:
+    """What a run trains on, for its log (Lightning's own report of it is left out as noise)."""
+    chosen = hardware(run)
+    return f"{chosen['accelerator']}, devices {chosen['devices']}, precision {chosen['precision']}"
 
 
 def build_logger(kind: LoggerKind, folder: Path, name: str) -> Logger | bool:
@@ -103,7 +117,8 @@ def run_stage(
             EarlyStopping(MONITOR, mode="max", patience=stage.patience),
         ],
         logger=build_logger(run.logger, folder, name),
-        enable_progress_bar=run.progress_bar,
+        # Lightning's bar would print its last state into a log file or a pipe.
+        enable_progress_bar=bars_drawn(run.progress_bar),
         enable_model_summary=False,
         num_sanity_val_steps=0,
         # The resumable sampler shards batches across ranks itself.
@@ -115,7 +130,10 @@ def run_stage(
     last = folder / LAST_CHECKPOINT
     # Pretrained models load in eval mode, and Lightning keeps the modes it finds: switch dropout on.
     module.train()
-    trainer.fit(module, datamodule=datamodule, ckpt_path=str(last) if run.resume and last.is_file() else None)
+    with warnings.catch_warnings():
+        for noise in LIGHTNING_NOISE:
+            warnings.filterwarnings("ignore", message=noise)
+        trainer.fit(module, datamodule=datamodule, ckpt_path=str(last) if run.resume and last.is_file() else None)
     if not best.best_model_path:
         raise QuoterError(f"{name}: training stopped before its first validation; raise the step limit")
     metrics = {MONITOR: float(best.best_model_score), "epochs": trainer.current_epoch, "steps": trainer.global_step}
@@ -125,6 +143,13 @@ def run_stage(
     if trainer.is_global_zero:
         last.unlink(missing_ok=True)
     return metrics
+
+
+def stage_has_checkpoints(folder: Path) -> bool:
+    """Whether the stage in `folder` saved anything that a resumed run goes on from: its last state, its
+    best weights or the record that it finished."""
+    saved = (folder / LAST_CHECKPOINT).is_file() or (folder / DONE_FILE).is_file()
+    return saved or any((folder / BEST_FOLDER).glob("*.ckpt"))
 
 
 def remove_stage_checkpoints(folder: Path) -> None:

@@ -1,0 +1,46 @@
+"""The OpenAPI document of a server, told what the server hosts, so that it says which requests are valid
+there: `lang` names a hosted language; when several are hosted, listing and changing quotes need `lang`, and
+a context needs `lang` unless its text has a letter of a hosted script (language_choice)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from quoter.languages import Language
+from quoter.serving.language_choice import hosted_letters_pattern
+
+LANGUAGE = {"$ref": "#/components/schemas/Language"}
+# The operations that list or change one language's quotes, whose `lang` query parameter names it.
+QUOTE_SET_OPERATIONS = (("/quotes", "get"), ("/quotes/{quote_id}", "delete"))
+
+
+def _require_lang(schema: dict[str, Any], description: str) -> None:
+    """Make an object schema's `lang` property a required, non-null language."""
+    schema["properties"]["lang"] = {**LANGUAGE, "description": description}
+    schema["required"] = [*schema.get("required", []), "lang"]
+
+
+def describe_hosting(document: dict[str, Any], hosted: Collection[Language]) -> dict[str, Any]:
+    """The document (FastAPI's, changed in place) narrowed to a server hosting these languages."""
+    schemas = document["components"]["schemas"]
+    schemas["Language"]["enum"] = [language.value for language in hosted]
+    if len(hosted) < 2:
+        return document
+    _require_lang(schemas["QuoteIn"], "The language of the quote set; several are hosted.")
+    for path, method in QUOTE_SET_OPERATIONS:
+        for parameter in document["paths"][path][method]["parameters"]:
+            if parameter["name"] == "lang":
+                parameter.update(required=True, schema=LANGUAGE)
+    letter = {"type": "string", "pattern": hosted_letters_pattern(hosted)}
+    request = schemas["RecommendRequest"]
+    request["description"] += (
+        " Several languages are hosted: without lang, the text must have a letter of a hosted language's "
+        "script, which picks the language (lang_guessed)."
+    )
+    request["anyOf"] = [
+        {"required": ["lang"], "properties": {"lang": LANGUAGE}},
+        {"properties": {"left": letter}},
+        {"required": ["right"], "properties": {"right": letter}},
+    ]
+    return document
