@@ -14,26 +14,16 @@ from quoter.errors import QuoterError
 from quoter.metrics import rank_metrics, ranks_from_scores
 from quoter.ranking import Query
 from tests.encoder_fixtures import WORDS, tiny_model, tiny_tokenizer
+from tests.quantization_fixtures import loud_weights
 
 ENGLISH = [word for word in WORDS if word.isascii() and word.isalpha()]
 
 
 @pytest.fixture(scope="module")
 def encoder(tmp_path_factory) -> ContextEncoder:
-    """The tiny BERT with weights large enough that its linear layers shape the output.
-
-    At BERT's initial scale (std 0.02) the residual stream carries the embeddings through almost unchanged,
-    so quantizing the linear layers would change nothing and the test would prove nothing."""
+    """The tiny BERT with weights large enough that its linear layers shape the output (loud_weights)."""
     tokenizer = tiny_tokenizer(tmp_path_factory.mktemp("tiny"))
-    model = tiny_model(tokenizer)
-    torch.manual_seed(1)
-    with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.normal_(module.weight, std=module.in_features**-0.5)
-            elif isinstance(module, nn.Embedding):
-                nn.init.normal_(module.weight, std=1.0)
-    return ContextEncoder(model, tokenizer, ContextEncoderConfig())
+    return ContextEncoder(loud_weights(tiny_model(tokenizer)), tokenizer, ContextEncoderConfig())
 
 
 def random_queries(count: int, seed: int = 0) -> list[Query]:

@@ -323,9 +323,9 @@ def test_int8_quantizes_only_the_context_encoder(bundles):
     assert quantized.context_encoder is not bundle.context_encoder
     assert any("quantized" in type(module).__module__ for module in quantized.context_encoder.modules())
     queries = [Query("the cat", "home"), Query("a dog ran")]
-    for want, got in zip(plain.recommend(queries, 5), quantized.recommend(queries, 5)):
-        scores = {item.id: item.score for item in want}
-        assert {item.id for item in got} == set(scores)  # every quote, scored nearly alike
-        assert [item.score for item in got] == pytest.approx([scores[item.id] for item in got], abs=0.2)
+    for want, got in zip(plain.recommend(queries, 3), quantized.recommend(queries, 3)):
+        # The same 3 of the 5 quotes in the same order; the 3 scores spread over 0.006 and 0.017.
+        assert [item.id for item in got] == [item.id for item in want]
+        assert [item.score for item in got] == pytest.approx([item.score for item in want], abs=1e-3)
     with TestClient(create_app([quantized]), base_url=LOOPBACK_URL) as client:
         assert client.get("/health").json()["bundles"][0]["int8"] is True

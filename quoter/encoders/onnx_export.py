@@ -81,20 +81,23 @@ def quantize_onnx_int8(source: Path, target: Path) -> None:
     embedding tables are int8: weights with one scale per output channel, activations with one scale per token.
 
     A token's scale is taken from that token alone, so a context's vector does not depend on the other contexts
-    of its call or on their padding. ONNX Runtime's dynamic quantization, used until then, takes one scale
-    over the whole call: a context alone and the same context beside others of other lengths got vectors
-    whose largest component differed by up to 12% (all-MiniLM-L6-v2), and rankings that differed.
+    of its call or on their padding. ONNX Runtime's dynamic quantization, the former onnx-int8, takes one
+    scale over a whole call: beside contexts of other lengths, a context's vector moved by up to 30% of its
+    largest component (all-MiniLM-L6-v2), and rankings changed with the company a request kept.
 
-    Measured against torch float32 (all-MiniLM-L6-v2, 695 English check contexts / multilingual-e5-small, 200
-    Chinese glosses; time per context relative to float32 ONNX on one thread, alone / in calls of 16):
-    these settings lose 0.0019 / 0.0023 MRR, mean cosine 0.9964 / 0.9993, time 0.56 / 0.58 (0.54 / 0.56
-    for e5). One scale per call (ONNX Runtime's dynamic quantization): -0.0045 / -0.0074, cosine 0.9915 /
-    0.9965, time 0.53 / 0.51, not batch-independent. That graph run one context per call: +0.0042 /
-    -0.0022, 0.51 / 0.54 (0.46 / 0.64 for e5). 8-bit MatMulNBits with per-block int8 activations
-    (accuracy_level 4): blocks of 32 are batch-independent but 1.4 to 1.9 times slower than float32, blocks of
-    128 are neither. Earlier choices, with one scale per call (change of MRR on 396 English corpus
-    contexts / the 569 English glosses): one scale per weight matrix -0.0119 / -0.0067; uint8 weights
-    -0.0016 / +0.0011 at 2.6 times the time; float32 embeddings a 2.5 times larger file."""
+    Measured by benchmarks/int8_context_encoder.py against float32 ONNX on 2 threads (all-MiniLM-L6-v2 on 695
+    English check contexts / multilingual-e5-small on 200 Chinese glosses; ranges over both models and two
+    runs): one context takes 0.74 to 0.76 of float32's time, 8 or 16 contexts together go 1.37 to 1.43 times
+    as fast; MRR moves by -0.0019 / -0.0023 from torch float32's, mean cosine 0.9964 / 0.9993. One scale per
+    call: 0.65 to 0.67 and 1.61 to 1.74, MRR +0.0045 / +0.0074, cosine 0.9915 / 0.9965. That graph given one
+    context per call, which also makes it independent: 0.63 to 0.64 but 0.98 to 1.13, MRR -0.0042 / +0.0022.
+    MatMulNBits with int8 blocks of activations (accuracy_level 4), on one thread: 8-bit weights in
+    blocks of 32 are independent but 1.4 to 2 times slower than float32, in blocks of 128 not independent;
+    4-bit weights lose accuracy (mean cosine 0.964 in blocks of 32) at no gain in speed. Merging the products
+    that share an input (query, key and value) into one saved only 3% of one context's time. Earlier choices,
+    with one scale per call (change of MRR on 396 English corpus contexts / the 569 English glosses): one scale
+    per weight matrix -0.0119 / -0.0067; uint8 weights -0.0016 / +0.0011 at 2.6 times the time; float32
+    embeddings a 2.5 times larger file."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 

@@ -5,10 +5,11 @@ feed-forward blocks). Dynamic quantization stores their weights as int8 and quan
 the fly, so no calibration data is needed; embeddings and layer norms stay float32. torch takes one
 activation scale over the whole input of a call, padding included, so each context is encoded in a call of
 its own: batched, a context's vector moved by up to 22% of its largest component with its neighbours
-(all-MiniLM-L6-v2). One call per context costs 0.33 times float32 torch's time for one context and 0.4 in
-batches of 8 or 16, against 0.3 batched before. Quantizing each token's activations on its own (int8 products
-with torch._int_mm) was as fast but not the cure: float32 rounding before each quantization depends on the
-batch in torch, and flipped roundings moved vectors by up to 3%. ONNX Runtime's onnx-int8 has neither problem
+(all-MiniLM-L6-v2). On one thread, one call per context takes 0.33 of float32 torch's time for one context and
+0.39 to 0.45 for batches of 8 or 16, against 0.30 to 0.40 batched. Quantizing each token's activations on its
+own (int8 products by torch._int_mm) was about as fast but no cure: torch's float32 rounding before each
+quantization differs between batch shapes, and roundings that flipped moved vectors by up to 3%. onnx-int8
+quantizes per token too, and there ONNX Runtime's float32 arithmetic measured the same alone and batched
 (onnx_export.quantize_onnx_int8).
 
 Weights get one scale per output channel rather than one per matrix: at about the same speed, that keeps the

@@ -17,7 +17,6 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -168,7 +167,9 @@ def content_key(encoder: ContextEncoder, check_name: str) -> str:
     the ONNX Runtime that exports and measures the graphs. Every weight is read at every start: XXH3 (128 bits)
     reads the 470 MB of multilingual-e5-small in a few hundredths of a second, where SHA-256 took half a second
     (collisions are as unlikely; nobody forges a cache key, since whoever can write the cache can write graphs)."""
-    digest = xxhash.xxh3_128(f"{CACHE_FORMAT} {check_name} onnxruntime {version('onnxruntime')}".encode())
+    import onnxruntime  # its version, whichever build of it is installed (the one that runs the graphs)
+
+    digest = xxhash.xxh3_128(f"{CACHE_FORMAT} {check_name} onnxruntime {onnxruntime.__version__}".encode())
     settings = {
         "max_length": encoder.max_length,
         "pooling": encoder.config.pooling.to_json(),
@@ -177,7 +178,7 @@ def content_key(encoder: ContextEncoder, check_name: str) -> str:
     digest.update(json.dumps(settings, sort_keys=True).encode("utf-8"))
     digest.update(saved_tokenizer(encoder.tokenizer.backend_tokenizer.to_str()).encode("utf-8"))
     for name, tensor in sorted(encoder.model.state_dict().items()):
-        digest.update(f"{name} {tensor.dtype} {tuple(tensor.shape)}".encode("utf-8"))
+        digest.update(f"{name} {tensor.dtype} {tuple(tensor.shape)}".encode())
         digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
     return digest.hexdigest()
 
