@@ -147,3 +147,29 @@ def test_the_writers_check_has_30_distinct_bank_quotes_per_language(language):
     assert all(set(check) == {"left", "right", "quote"} and check["left"].strip() for check in checks)
     intended = [check["quote"] for check in checks]
     assert len(set(intended)) == len(intended) >= 30 and set(intended) <= bank
+
+
+def wording(text: str, language: Language) -> list[str]:
+    """A text's words in order (English, lower case) or its Chinese characters."""
+    if language is Language.EN:
+        return re.findall(r"[a-z']+", text.lower())
+    return HAN.findall(text)
+
+
+def test_every_bank_quote_has_three_written_usage_examples_that_do_not_repeat_its_wording(bank):
+    language, quotes = bank
+    path = bank_path(language).parent / "usage" / f"{language.value}.written.tsv"
+    examples: dict[str, list[str]] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        left, quote, right = line.split("\t")
+        assert (left + right).strip(), f"{path}:{number}: no context"
+        examples.setdefault(quote, []).append(f"{left} {right}")
+    assert set(examples) == {record.text for record in quotes}
+    assert {quote: len(contexts) for quote, contexts in examples.items()} == {q.text: 3 for q in quotes}
+    for quote, contexts in examples.items():
+        words = wording(quote, language)
+        runs = {tuple(words[i : i + 3]) for i in range(len(words) - 2)}
+        for context in contexts:
+            near = wording(context, language)
+            repeated = runs & {tuple(near[i : i + 3]) for i in range(len(near) - 2)}
+            assert not repeated, f"{path}: a passage for {quote!r} repeats {repeated}"
