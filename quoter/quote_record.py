@@ -10,8 +10,11 @@ from typing import Any
 # White space, control and format characters (the zero-width ones, U+200B..U+200D, U+2060, U+FEFF) and
 # combining marks show nothing on their own.
 VISIBLE_CATEGORIES = frozenset("LNPS")
-# The same rule as a JSON Schema pattern (ECMA-262): the text has one such character somewhere.
-VISIBLE_TEXT_PATTERN = r"[\p{L}\p{N}\p{P}\p{S}]"
+# The same rule as a JSON Schema pattern (ECMA-262): the text has one such character somewhere. The CJK
+# ideographs (U+3400-U+4DBF, U+4E00-U+9FFF), CJK punctuation (U+3001-U+3029) and full-width forms
+# (U+FF01-U+FF60) are in those categories already; they are named too because tools that translate \p{...}
+# for engines without it (Schemathesis) keep to Latin letters and would take a Chinese quote for invisible.
+VISIBLE_TEXT_PATTERN = r"[\p{L}\p{N}\p{P}\p{S}\u3400-\u4DBF\u4E00-\u9FFF\u3001-\u3029\uFF01-\uFF60]"
 
 
 def has_visible_text(text: str) -> bool:
