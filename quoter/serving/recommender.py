@@ -30,8 +30,9 @@ class RecommenderConfig:
     """runtime: what runs the context encoder (ContextRuntime; torch here, so that a library user gets the
     bundle's own encoder unchanged, while the commands choose the fastest whose measured loss of MRR is
     small); int8: the torch runtime with the context encoder's linear layers quantized to int8 (faster on
-    CPU, slightly different scores; one context per call, so that its vector does not depend on others); index: exact or approximate quote search; batching: how concurrent
-    requests are grouped; encode_batch: contexts per encoder forward pass (a file is ranked in such steps)."""
+    CPU, slightly different scores; one context per call, so that its vector does not depend on others);
+    index: exact or approximate quote search; batching: how concurrent requests are grouped; encode_batch:
+    contexts per encoder forward pass (a file is ranked in such steps)."""
 
     runtime: ContextRuntime = ContextRuntime.TORCH
     int8: bool = False
