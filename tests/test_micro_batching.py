@@ -91,3 +91,23 @@ def test_a_lone_submission_runs_at_once_and_returning_submitters_are_waited_for(
     assert (alone, first, second) == (["ALONE"], ["C"], ["D"])
     assert alone_s < 1.0
     assert calls == [["alone"], ["a", "b"], ["c", "d"]]
+
+
+def test_a_lone_item_runs_on_the_event_loop_thread_and_a_batch_in_the_batch_thread():
+    threads: list[tuple[int, int]] = []
+
+    def process(items: list[Item]) -> list[str]:
+        threads.append((len(items), threading.get_ident()))
+        return [name for name, _ in items]
+
+    batcher = MicroBatcher(process, BatchingConfig(max_batch=8, max_wait_ms=0), tokens=lambda item: item[1])
+
+    async def drive() -> int:
+        await batcher.submit([("lone", 4)])
+        await batcher.submit([("a", 4), ("b", 4), ("c", 4)])
+        await batcher.close()
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(drive())
+    assert threads[0] == (1, loop_thread)
+    assert threads[1][0] == 3 and threads[1][1] != loop_thread
