@@ -18,16 +18,23 @@ from quoter.errors import InputError
 
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     """Write `data` to `path` through a temporary file in the same folder, then rename it into place. The
-    file gets the mode a plain open gives (0666 less the umask)."""
+    file gets the mode a plain open gives (0666 less the umask). A write the system refuses (a full disk, a
+    file size limit) is an InputError naming `path`, and leaves it as it was."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _new_temporary_file(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = _new_temporary_file(path)
+    except OSError as error:
+        raise InputError(f"cannot write here ({error.strerror}); nothing was written", path=path) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as error:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(f"could not write it ({error.strerror}); it was left as it was", path=path) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

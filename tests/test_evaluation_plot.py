@@ -1,7 +1,11 @@
 """`quoter evaluate --plot`: the gold-rank distribution and MRR by training frequency, as a PNG."""
 
+import json
 import os
+import resource
+import signal
 import stat
+import subprocess
 import sys
 
 import pytest
@@ -96,3 +100,21 @@ def test_an_output_that_is_an_input_is_refused_before_any_ranking(
         f"error: {tmp_path / name}: {option} would overwrite the --data file; give another file name"
     ]
     assert data.read_bytes() == kept
+
+
+def test_a_report_the_disk_refuses_is_one_line_and_leaves_no_file(tmp_path):
+    # A file size limit far below the report: its write fails at the very end, after the ranking.
+    def limit_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
+
+    data, splits, out = tmp_path / "data.txt", tmp_path / "splits.json", tmp_path / "report.json"
+    data.write_text("".join(f"{left}\t{quote}\t{right}\n" for left, quote, right in ROWS), encoding="utf-8")
+    splits.write_text(json.dumps(SPLITS), encoding="utf-8")
+    command = [sys.executable, "-m", "quoter", "evaluate", "--method", "bm25", "--data", str(data)]
+    command += ["--splits", str(splits), "--out", str(out)]
+    ran = subprocess.run(command, capture_output=True, text=True, preexec_fn=limit_files)
+    assert ran.returncode == 2 and "Traceback" not in ran.stderr, ran.stderr
+    last = ran.stderr.strip().splitlines()[-1]
+    assert last == f"error: {out}: could not write it (File too large); it was left as it was"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data.txt", "splits.json"]

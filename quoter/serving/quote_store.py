@@ -330,9 +330,9 @@ class QuoteStore:
             if self._origin is not None and not (self.folder / ORIGIN_FILE).exists():
                 write_json_atomic(self.folder / ORIGIN_FILE, asdict(self._origin))
             log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT, 0o644)
-        except OSError as error:
+        except (OSError, InputError) as error:
             lock_file.close()
-            raise ChangeNotSavedError(f"{self.folder}: cannot save quote changes here ({error.strerror})") from None
+            raise ChangeNotSavedError(f"{self.folder}: cannot save quote changes here ({error})") from None
         self._log_file = os.fdopen(log_fd, "wb", buffering=0)
         fsync_path(self.folder)
         self._lock_file = lock_file
