@@ -7,8 +7,8 @@ hosts (openapi_document) and every status each operation may answer.
 Every error has one shape, `{"detail": [{"loc", "msg", "type"}]}` (api_errors), says what is wrong and never
 echoes the input back: a Host header the server does not answer (400); a body that is too large (413), not
 JSON (415, 400), slow to arrive (408) or invalid (422, naming the field); a missing or wrong API key (401,
-403); an unknown quote id (404); a quote already listed with another source or gloss (409); and a full queue
-(503 with Retry-After).
+403); an unknown quote id (404); a quote already listed with another source or gloss (409); a full queue
+(503 with Retry-After); and a quote change that could not be saved, so was not made (503).
 """
 
 from __future__ import annotations
