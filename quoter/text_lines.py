@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,25 +61,32 @@ def _too_deep(path: Path, line: int) -> InputError:
     return InputError(f"JSON nested more than {MAX_NESTING} levels deep", path=path, line=line)
 
 
+@dataclass(frozen=True)
+class OverlongInteger:
+    """Read in place of a JSON integer with more digits than Python converts (sys.get_int_max_str_digits(), a
+    guard against quadratic-time conversions), so that the field holding it can be named: no field takes it."""
+
+    digits: int
+
+
+def read_integer(digits: str) -> int | OverlongInteger:
+    """json.loads's `parse_int`: the integer, or an OverlongInteger where Python will not convert it."""
+    try:
+        return int(digits)
+    except ValueError:  # too many digits: the only way the JSON scanner's digits fail
+        return OverlongInteger(len(digits.lstrip("-")))
+
+
 def _too_long_integer(text: str, path: Path, line: int) -> InputError:
     """The error for a line holding an integer too long for Python, naming the field it is in: the line is
-    parsed again with such integers replaced by a marker, then the marker is looked for."""
-    marker, too_long = object(), []
-
-    def integer(digits: str) -> Any:
-        try:
-            return int(digits)
-        except ValueError:
-            too_long.append(digits)
-            return marker
-
+    parsed again with such integers read as OverlongInteger, then the first of them is looked for."""
     try:
-        item = json.loads(text, parse_int=integer)
+        item = json.loads(text, parse_int=read_integer)
     except RecursionError:  # nested too deeply after the integer, where the first parse stopped
         return _too_deep(path, line)
-    digits = len(too_long[0].lstrip("-"))
-    message = f"an integer of {digits:,} digits; Python reads at most {sys.get_int_max_str_digits():,}"
-    return InputError(message, path=path, line=line, field=_field_holding(item, marker))
+    field, overlong = _first_overlong(item)
+    message = f"an integer of {overlong.digits:,} digits; Python reads at most {sys.get_int_max_str_digits():,}"
+    return InputError(message, path=path, line=line, field=field)
 
 
 def _brackets(text: str) -> int:
@@ -103,18 +111,18 @@ def _nesting(value: Any) -> int:
     return deepest
 
 
-def _field_holding(item: Any, marker: object) -> str | None:
-    """The key of the object `item` under which `marker` lies, at any depth; None if `item` is no object."""
-    if not isinstance(item, dict):
-        return None
-    for key, value in item.items():
+def _first_overlong(item: Any) -> tuple[str | None, OverlongInteger]:
+    """The first OverlongInteger in a parsed JSON value, with the key of the top-level field that holds it
+    (None when the value is no object)."""
+    fields = list(item.items()) if isinstance(item, dict) else [(None, item)]
+    for key, value in fields:
         stack = [value]
         while stack:
             node = stack.pop()
-            if node is marker:
-                return str(key)
+            if isinstance(node, OverlongInteger):
+                return (None if key is None else str(key)), node
             stack.extend(_children(node))
-    return None
+    raise ValueError("no overlong integer in the value")
 
 
 def check_text(value: str, path: Path, line: int, field: str) -> str:

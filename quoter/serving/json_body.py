@@ -16,20 +16,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
 from quoter.serving.api_errors import ApiError
+from quoter.text_lines import OverlongInteger, read_integer
 
 BODY = ("body",)
-
-
-class OverlongInteger:
-    """Read in place of a JSON integer with more digits than Python converts (sys.get_int_max_str_digits(),
-    against quadratic-time conversions): no field accepts it, and the field's error says why."""
-
-
-def _integer(digits: str) -> int | OverlongInteger:
-    try:
-        return int(digits)
-    except ValueError:  # too many digits: the only way the JSON scanner's digits fail
-        return OverlongInteger()
 
 
 def _readable(error: dict[str, Any]) -> dict[str, Any]:
@@ -94,7 +83,7 @@ class JSONBodyRequest(Request):
                 detail = f"the body is not UTF-8: {error.reason} at byte {error.start}"
                 raise ApiError(status.HTTP_400_BAD_REQUEST, detail, "json_invalid", BODY) from None
             try:
-                self._json = json.loads(text, parse_int=_integer)
+                self._json = json.loads(text, parse_int=read_integer)
             except json.JSONDecodeError as error:
                 detail = f"the body is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
                 raise ApiError(status.HTTP_400_BAD_REQUEST, detail, "json_invalid", BODY) from None
