@@ -39,6 +39,7 @@ import torch
 
 from quoter.datasets import QuoteDataset, load_dataset
 from quoter.datasets.example_set import EXAMPLE_DATA
+from quoter.default_bundles import default_bundles
 from quoter.encoders.model_sources import default_model, resolve_model
 from quoter.encoders.pooling import GapMarker, PoolingChoice
 from quoter.evaluation import evaluate
@@ -46,6 +47,8 @@ from quoter.evaluation.candidates import read_candidates
 from quoter.fusion import FusionRule
 from quoter.languages import Language
 from quoter.methods import MethodOptions, build_ranker
+from quoter.quote_bank import load_quote_bank
+from quoter.quote_bank.usage import bank_usage, usage_path
 from quoter.ranking import Query, Ranker
 from quoter.tables import markdown_table
 
@@ -58,7 +61,12 @@ SETS = {
     "zh-classical": (BUILT / "zh-classical" / "data.txt", Language.ZH_CLASSICAL),
     "example": (EXAMPLE_DATA, Language.EN),
 }
+# The built-in bank of each language, measured on its held-back real usage examples (quote_bank/usage.py).
+BANK_SETS = {f"bank-{language.value}": language for language in Language}
 METHODS = ("bm25", "crm", "mask", "native", "native+gloss", "plain", "hybrid", "hybrid-rrf")
+# On the bank sets: train is the bank's fit examples (written, and real ones not held back), test the
+# held-back real ones; `default` is the default server's ranking, the others are as above.
+BANK_METHODS = ("bm25", "crm", "native+gloss", "plain", "default")
 TRAINED_METHODS = ("trained", "trained+fusion")
 E5_MODELS = ("offline:me5-small",)
 
@@ -124,6 +132,42 @@ def build(method: str, dataset: QuoteDataset, language: Language, gap: GapMarker
     return build_ranker("hybrid" if method.startswith("hybrid") else "encoder", dataset, options)
 
 
+def bank_set(language: Language) -> QuoteDataset:
+    """The built-in bank of `language` as a dataset: its fit examples in train, the held-back real ones in
+    test (and valid, empty)."""
+    quotes = load_quote_bank(language)
+    usage = bank_usage(language, quotes)
+    fit, held = len(usage.fit), len(usage.held_back)
+    return QuoteDataset(
+        path=usage_path(language, "real"),
+        quotes=[record.text for record in quotes],
+        samples=usage.fit + usage.held_back,
+        splits={"train": (0, fit), "valid": (fit, fit), "test": (fit, fit + held)},
+        details={record.text: record for record in quotes},
+    )
+
+
+def run_bank_set(name: str, methods: Sequence[str]) -> list[Row]:
+    """The bank methods on one bank's held-back real examples."""
+    language = BANK_SETS[name]
+    dataset = bank_set(language)
+    if not dataset.split("test"):
+        print(f"{name}: no held-back real examples; mine them with `make -C data usage`")
+        return []
+    rows = []
+    for method in methods:
+        if method == "default":
+            [bundle] = default_bundles([language])
+            print(f"{name} default: {bundle.fusion.describe()}, pull {bundle.info['usage_pull']:g}, {bundle.info['usage_examples']} examples")
+            ranker = bundle.ranker()
+        else:
+            ranker = build(method, dataset, language, None, None)
+        report = evaluate(ranker, dataset, "test", method)
+        rows.append(Row(name, method, report.overall))
+        print(f"{name} {method}: MRR {report.overall['mrr']:.3f}", flush=True)
+    return rows
+
+
 def run_set(name: str, methods: Sequence[str], split: str, gap_markers: bool, bundle: str | None) -> list[Row]:
     """Every method on one set, and the trained methods when a bundle is given for it; a set that is not built
     is skipped with a note."""
@@ -152,7 +196,6 @@ def run_set(name: str, methods: Sequence[str], split: str, gap_markers: bool, bu
 
 def writers_check(languages: Sequence[Language]) -> list[list[str]]:
     """The default server's top-3 rate and first-place spread on the hand-written contexts."""
-    from quoter.serving.hosting import default_bundles
     from quoter.serving.recommender import Recommender
 
     rows = []
@@ -178,8 +221,9 @@ def writers_check(languages: Sequence[Language]) -> list[list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split", default="test", choices=["test", "valid"])
-    parser.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+    parser.add_argument("--sets", nargs="+", default=[*SETS, *BANK_SETS], choices=[*SETS, *BANK_SETS])
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--bank-methods", nargs="+", default=list(BANK_METHODS), choices=list(BANK_METHODS))
     parser.add_argument("--gap-markers", action="store_true", help="add native with each gap marker")
     parser.add_argument("--no-writers-check", action="store_true", help="skip the writer's check")
     parser.add_argument(
@@ -192,7 +236,11 @@ def main() -> None:
     rows = [
         row
         for name in args.sets
-        for row in run_set(name, args.methods, args.split, args.gap_markers, bundles.get(name))
+        for row in (
+            run_bank_set(name, args.bank_methods)
+            if name in BANK_SETS
+            else run_set(name, args.methods, args.split, args.gap_markers, bundles.get(name))
+        )
     ]
     table = [
         [

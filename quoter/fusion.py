@@ -118,11 +118,23 @@ def fit_fusion(
     weights, so a signal that does not help stays out."""
     covered = covered or {}
     views = {name: normalized(matrix, rule, covered.get(name)) for name, matrix in scores.items()}
-    others = [name for name in scores if name != anchor]
+    return best_weights(views, gold, rule, anchor)
+
+
+def best_weights(
+    views: Mapping[str, np.ndarray],
+    gold: Sequence[int],
+    rule: FusionRule,
+    anchor: str = "dense",
+    row_weights: np.ndarray | None = None,
+) -> tuple[Fusion, float]:
+    """fit_fusion over score matrices already normalised by `rule` (rows from several quote sets may be
+    stacked, each normalised over its own set); the MRR weighs each row by `row_weights` (None: equally)."""
+    others = [name for name in views if name != anchor]
     best: tuple[Fusion, float] | None = None
     for combination in itertools.product(WEIGHT_GRID, repeat=len(others)):
         weights = {anchor: 1.0, **dict(zip(others, combination))}
-        mrr = float(np.mean(1.0 / ranks_from_scores(fuse(views, weights), gold)))
+        mrr = float(np.average(1.0 / ranks_from_scores(fuse(views, weights), gold), weights=row_weights))
         if best is None or mrr > best[1] + 1e-12:
             best = (Fusion(rule, weights), mrr)
     assert best is not None

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from quoter.cli import app
 from quoter.encoders.configs import ContextEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
+from quoter.encoders.fingerprint import saved_tokenizer
 from quoter.encoders.onnx_context_encoder import OnnxContextEncoder
 from quoter.encoders.onnx_export import export_onnx, quantize_onnx_int8
 from quoter.encoders.pooling import GapMarker, Pooling, PoolingMode
@@ -25,7 +26,6 @@ from quoter.serving.context_runtime import (
     choose_runtime,
     content_key,
     exported_graphs,
-    saved_tokenizer,
 )
 from quoter.serving.recommender import Recommender, RecommenderConfig
 from quoter.serving.runtime_config import ContextRuntime

@@ -19,8 +19,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-import quoter.quote_bank
-import quoter.serving.hosting as hosting
+import quoter.default_bundles as default_bundles
 from quoter.bundle import QuoteRecord
 from quoter.cli import app
 from quoter.languages import Language
@@ -131,9 +130,9 @@ def tiny_default(tmp_path, monkeypatch):
     """The built-in default served in process, over a tiny model and QUOTES instead of the real bank."""
     tokenizer = tiny_tokenizer(tmp_path / "model")
     tiny_model(tokenizer).save_pretrained(tmp_path / "model")
-    monkeypatch.setattr(hosting, "default_model", lambda language: str(tmp_path / "model"))
+    monkeypatch.setattr(default_bundles, "default_model", lambda language: str(tmp_path / "model"))
     bank = dict(QUOTES)
-    monkeypatch.setattr(quoter.quote_bank, "load_quote_bank", lambda language: bank[language])
+    monkeypatch.setattr(default_bundles, "load_quote_bank", lambda language: bank[language])
     return bank
 
 

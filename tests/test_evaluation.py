@@ -127,6 +127,9 @@ LONG = "7" * 5000  # ValueError: more digits than Python converts
         ('{"left": "l", "quote": "q0", "right": "r", "n": ' + LONG + "}", None, "data.jsonl:1 (field 'n'): an integer"),
         (None, '{"line": ' + LONG + ', "candidates": ["q0", "q1"]}', "c.jsonl:1 (field 'line'): an integer of 5,000"),
     ],
+    # Short ids: pytest puts the test's id in $PYTEST_CURRENT_TEST, and a 200,000-character one is more than
+    # the system lets one environment variable of a child process hold.
+    ids=["deep nesting", "long integer", "long integer in candidates"],
 )
 def test_json_lines_python_cannot_read_are_one_line_naming_file_line_and_field(
     write_dataset, tmp_path, data, candidates, message

@@ -42,6 +42,35 @@ def test_no_duplicates_within_a_language(bank):
     assert not duplicates, f"{language.value}: {sorted(duplicates)[:5]}"
 
 
+# Quotes a user study found missing and that were added; each must stay in the English bank verbatim.
+EXPECTED_ENGLISH = (
+    "Waste not, want not.",
+    "The only thing we have to fear is fear itself.",
+    "If at first you don't succeed, try, try again.",
+    "The unexamined life is not worth living.",
+    "What does not kill me makes me stronger.",
+    "United we stand, divided we fall.",
+)
+# The size of each bank as documented in SOURCES.md; a change to a bank file updates both.
+BANK_SIZES = {Language.EN: 675, Language.ZH: 613, Language.ZH_CLASSICAL: 587}
+
+
+def test_each_bank_has_the_size_sources_md_gives(bank):
+    language, quotes = bank
+    assert len(quotes) == BANK_SIZES[language]
+    sources = bank_path(language).with_name("SOURCES.md").read_text(encoding="utf-8")
+    assert f"| `{bank_path(language).name}` | `{language.value}` | {len(quotes)} |" in sources
+
+
+def test_the_quotes_a_user_study_expected_are_in_the_english_bank():
+    sources = {quote.text: quote.source for quote in load_quote_bank(Language.EN)}
+    missing = [quote for quote in EXPECTED_ENGLISH if quote not in sources]
+    assert not missing, missing
+    assert sources["The only thing we have to fear is fear itself."].startswith("Franklin D. Roosevelt")
+    assert sources["The unexamined life is not worth living."].startswith("Socrates, in Plato")
+    assert sources["What does not kill me makes me stronger."].startswith("Friedrich Nietzsche")
+
+
 def test_no_quote_in_both_chinese_files():
     modern = {quote.text for quote in load_quote_bank(Language.ZH)}
     classical = {quote.text for quote in load_quote_bank(Language.ZH_CLASSICAL)}

@@ -4,8 +4,7 @@ import pytest
 from fastapi.testclient import TestClient
 from transformers import BertModel, BertTokenizerFast
 
-import quoter.quote_bank
-import quoter.serving.hosting as hosting
+import quoter.default_bundles as default_bundles
 from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.quote_encoder import QuoteEncoder
@@ -60,8 +59,8 @@ def test_without_bundles_the_quote_bank_is_served_zero_shot(served, tmp_path, mo
         models.append(language)
         return str(folder)
 
-    monkeypatch.setattr(hosting, "default_model", model_of)
-    monkeypatch.setattr(quoter.quote_bank, "load_quote_bank", lambda language: QUOTES[language])
+    monkeypatch.setattr(default_bundles, "default_model", model_of)
+    monkeypatch.setattr(default_bundles, "load_quote_bank", lambda language: QUOTES[language])
     result, calls = served("--lang", "zh", "--lang", "zh-classical", "--runtime", "torch")
     assert result.exit_code == 0, result.output
     with TestClient(calls["app"], base_url=LOOPBACK_URL) as client:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from quoter.cli.data_build_command import build_command
+from quoter.cli.data_usage_command import usage_command
 from quoter.cli.options import PartOption, SplitsOption
 from quoter.datasets import dataset_stats, load_dataset, render_stats
 from quoter.errors import QuoterError
@@ -33,3 +34,4 @@ def stats_command(
 
 
 data_app.command("build")(build_command)
+data_app.command("usage")(usage_command)

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 import xxhash
 
 from quoter.atomic_files import build_folder_once
@@ -29,6 +28,7 @@ from quoter.bundle import Bundle
 from quoter.datasets import load_dataset
 from quoter.datasets.example_set import EXAMPLE_DATA
 from quoter.encoders.context_encoder import ContextEncoder
+from quoter.encoders.fingerprint import encoder_digest
 from quoter.encoders.model_sources import cache_dir
 from quoter.encoders.ranker import ContextVectors
 from quoter.errors import QuoterError
@@ -48,8 +48,6 @@ CACHE_FOLDER = "onnx"  # in the bundle folder or in $QUOTER_CACHE
 CACHE_FORMAT = 2  # part of the key: raised when the export changes (2: int8 activations per token)
 CHECK_BANK_QUOTES = 200  # the Chinese check sets: this many quotes of the bank, in its order
 MIXED_CALL = 8  # contexts per call when checking that a vector does not depend on its neighbours
-# A fast tokenizer's state that each call may change, which the vectors do not depend on: left out of the key.
-CALL_STATE = ("truncation", "padding")
 
 
 @dataclass(frozen=True)
@@ -163,49 +161,12 @@ def exported_graphs(bundle: Bundle, folder: Path | None) -> Path:
 
 
 def content_key(encoder: ContextEncoder, check_name: str) -> str:
-    """A hash of what the context vectors depend on (weights, settings, tokenizer), of the check set and of
-    the ONNX Runtime that exports and measures the graphs. Every weight is read at every start: XXH3 (128 bits)
-    reads the 470 MB of multilingual-e5-small in a few hundredths of a second, where SHA-256 took half a second
-    (collisions are as unlikely; nobody forges a cache key, since whoever can write the cache can write graphs)."""
+    """A hash of what the context vectors depend on (encoder_digest), of the check set and of the ONNX Runtime
+    that exports and measures the graphs."""
     import onnxruntime  # its version, whichever build of it is installed (the one that runs the graphs)
 
     digest = xxhash.xxh3_128(f"{CACHE_FORMAT} {check_name} onnxruntime {onnxruntime.__version__}".encode())
-    settings = {
-        "max_length": encoder.max_length,
-        "pooling": encoder.config.pooling.to_json(),
-        "gap": encoder.config.gap.value,
-    }
-    digest.update(json.dumps(settings, sort_keys=True).encode("utf-8"))
-    digest.update(saved_tokenizer(encoder.tokenizer.backend_tokenizer.to_str()).encode("utf-8"))
-    for name, tensor in sorted(encoder.model.state_dict().items()):
-        digest.update(f"{name} {tensor.dtype} {tuple(tensor.shape)}".encode())
-        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
-    return digest.hexdigest()
-
-
-def saved_tokenizer(text: str) -> str:
-    """A fast tokenizer's JSON text (`to_str()`) less its CALL_STATE. The tokenizers library writes those keys
-    first, after "version", so they are cut out of the text; parsing and writing back the whole of it took a
-    second for multilingual-e5-small's 250,000 words. Any other text is parsed whole."""
-    decoder = json.JSONDecoder()
-    kept, position, seen = ["{"], 1, set()
-    try:
-        while seen != set(CALL_STATE):
-            key, colon = decoder.raw_decode(text, position)
-            if key not in (*CALL_STATE, "version") or text[colon] != ":":
-                raise ValueError(f"unexpected key {key!r}")
-            _, end = decoder.raw_decode(text, colon + 1)
-            if key in CALL_STATE:
-                seen.add(key)
-            else:
-                kept.append(text[position : end + 1])
-            position = end + 1  # past the comma
-    except (ValueError, IndexError):
-        saved = json.loads(text)
-        for key in CALL_STATE:
-            saved.pop(key, None)
-        return json.dumps(saved, sort_keys=True)
-    return "".join(kept) + text[position:]
+    return encoder_digest(encoder, digest).hexdigest()
 
 
 def _export_and_measure(bundle: Bundle, check: CheckSet, target: Path) -> None:

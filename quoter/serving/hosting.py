@@ -16,10 +16,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from quoter.bundle import Bundle
-from quoter.encoders.model_sources import default_model
+from quoter.default_bundles import default_bundles
 from quoter.errors import InputError, QuoterError
 from quoter.languages import Language
-from quoter.quote_set import encode_quote_set, read_quote_set
+from quoter.quote_set import read_quote_set
 from quoter.serving.live_quotes import LIVE_FOLDER
 from quoter.serving.recommender import Recommender, RecommenderConfig
 
@@ -106,11 +106,6 @@ def load_hosted(
     return recommenders
 
 
-# The built-in bank's quotes are read with their glosses and sources: this raised the writer's check of
-# every language (benchmarks/quality.py) and the valid MRR of the en and zh-modern dev sets.
-DEFAULT_GLOSS = True
-
-
 def default_recommenders(
     languages: Sequence[Language], config: RecommenderConfig, state: Path | None = None
 ) -> list[Recommender]:
@@ -118,25 +113,3 @@ def default_recommenders(
     `state/LANG/` (None: default_state_folder())."""
     root = default_state_folder() if state is None else state
     return [Recommender(b, config, state=root / b.language.value) for b in default_bundles(languages)]
-
-
-def default_bundles(languages: Sequence[Language]) -> list[Bundle]:
-    """Zero-shot bundles over the built-in quote bank, in the languages' default offline models read with
-    their native pooling, quotes with their glosses; languages with the same model share one copy of it
-    (modern and classical Chinese do)."""
-    from quoter.quote_bank import load_quote_bank
-
-    bundles: list[Bundle] = []
-    by_model: dict[str, Bundle] = {}
-    for language in languages:
-        quotes = load_quote_bank(language)
-        shared = by_model.get(default_model(language))
-        if shared is None:
-            bundle = Bundle.zero_shot(language, quotes, model=default_model(language), gloss=DEFAULT_GLOSS)
-            by_model[default_model(language)] = bundle
-        else:
-            encoded = encode_quote_set(shared.quote_encoder, quotes)
-            context, quote_encoder = shared.context_encoder, shared.quote_encoder
-            bundle = Bundle(language, context, quote_encoder, encoded.records, encoded.vectors, info=shared.info)
-        bundles.append(bundle)
-    return bundles

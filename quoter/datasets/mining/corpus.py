@@ -24,6 +24,8 @@ GUTENBERG_END = re.compile(
 GUTENBERG_CREDIT = re.compile(
     r"^\s*(Produced by|E-?text prepared by|Transcribed from|This e-?text was prepared|Prepared by)", re.IGNORECASE
 )
+# Overlap between blocks of one file, beyond twice the longest quote: ample for 40 words or 50 characters.
+BLOCK_MARGIN_CHARS = 10_000
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,18 @@ class Block:
     emit_start: int
     emit_end: int
     bytes_read: int  # new bytes of the file in this block, for the progress bar
+    first_line: int  # the file's 1-based number of the line that holds the text's first character
+
+    def line_at(self, offset: int) -> int:
+        """The file's 1-based number of the line that holds the text's character at `offset`."""
+        # The text's lines follow each other in the file: boilerplate is cut only before and after the body.
+        return self.first_line + self.text.count("\n", 0, offset)
+
+
+def block_margin(longest_quote: int) -> int:
+    """The overlap of consecutive blocks (`read_blocks`' margin) that holds a quote of `longest_quote` characters
+    and its contexts."""
+    return BLOCK_MARGIN_CHARS + 2 * longest_quote
 
 
 def corpus_files(paths: Iterable[Path]) -> list[CorpusFile]:
@@ -117,9 +131,12 @@ def read_blocks(
         lines = without_gutenberg_boilerplate(lines)
     carried = ""  # the previous block's overlap
     emit_start = 0
+    first_line = 1  # of the block being gathered: the overlap's first line, else the first pending one
     pending: list[str] = []
     pending_chars = pending_bytes = 0
-    for _, line in lines:
+    for number, line in lines:
+        if not carried and not pending:
+            first_line = number
         pending_bytes += (len(line) if line.isascii() else len(line.encode("utf-8"))) + 1
         if convert is not None:
             line = convert(line)
@@ -130,10 +147,12 @@ def read_blocks(
         text = carried + "\n".join(pending) + "\n"
         # The emit range ends at a line start, where no word or run of Chinese characters can be cut.
         emit_end = max(emit_start, text.rfind("\n", emit_start, max(emit_start, len(text) - margin_chars)) + 1)
-        yield Block(document, text, emit_start, emit_end, pending_bytes)
+        block = Block(document, text, emit_start, emit_end, pending_bytes, first_line)
+        yield block
         overlap_start = max(0, emit_end - margin_chars)
         carried, emit_start = text[overlap_start:], emit_end - overlap_start
+        first_line = block.line_at(overlap_start)
         pending, pending_chars, pending_bytes = [], 0, 0
     text = carried + "\n".join(pending) + ("\n" if pending else "")
     if text.strip():
-        yield Block(document, text, emit_start, len(text), pending_bytes)
+        yield Block(document, text, emit_start, len(text), pending_bytes, first_line)

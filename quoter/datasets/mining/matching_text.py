@@ -67,6 +67,11 @@ class MatchingForm:
         normalised = self.normalise(text)
         return f"{self.separator}{normalised}{self.separator}" if normalised else ""
 
+    def searchable(self, text: str, sentences: list[str]) -> list[str]:
+        """The `sentences` of `text` that have something to match ("--" has not; it can be neither found nor
+        missed), or `text` itself when none has."""
+        return [sentence for sentence in sentences if self.normalise(sentence)] or [text]
+
     def units(self, normalised: str) -> int:
         """Length of a normalised text in words (English) or characters (Chinese)."""
         return len(normalised.split(" ")) if self.separator else len(normalised)

@@ -7,6 +7,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 from quoter.datasets.mining.matcher import QuoteMatcher, SentenceMatch
+from quoter.datasets.mining.matching_text import MatchText
 
 WHITESPACE = re.compile(r"\s+")
 ENGLISH_UNIT = re.compile(r"\S+")
@@ -113,6 +114,57 @@ def resolve(occurrences: list[Occurrence]) -> Resolution:
     return Resolution(kept, ambiguous, overlapped)
 
 
+@dataclass(frozen=True)
+class Quotation:
+    """An occurrence kept in a text, at [start, end) of the original text."""
+
+    occurrence: Occurrence
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class TextSearch:
+    """The occurrences kept in one text, and how many candidates were dropped, by reason."""
+
+    kept: list[Quotation]
+    self_citations: int
+    ambiguous: int
+    overlapped: int
+
+
+def search_text(
+    text: str,
+    matcher: QuoteMatcher,
+    min_partial_units: int,
+    excluded: frozenset[int] = frozenset(),
+    emit_start: int = 0,
+    emit_end: int | None = None,
+) -> TextSearch:
+    """The occurrences of the quotes (but the `excluded` ones) that start in [emit_start, emit_end) of `text`.
+
+    Candidates are resolved over the whole text, so that the overlap of two blocks is decided the same way in
+    both; only those in the emit range are returned and counted.
+    """
+    match_text = matcher.form.match_text(text)
+    low = match_text.normalised_position(emit_start)
+    high = match_text.normalised_position(len(text) if emit_end is None else emit_end)
+
+    def emitted(occurrences: list[Occurrence]) -> list[Occurrence]:
+        return [o for o in occurrences if low <= o.start < high]
+
+    candidates = assemble(matcher.find(match_text), matcher, min_partial_units)
+    self_citations = len(emitted([c for c in candidates if c.quote_id in excluded]))
+    resolution = resolve([c for c in candidates if c.quote_id not in excluded])
+    kept = [Quotation(o, *original_span(match_text, o)) for o in emitted(resolution.kept)]
+    return TextSearch(kept, self_citations, len(emitted(resolution.ambiguous)), len(emitted(resolution.overlapped)))
+
+
+def original_span(match_text: MatchText, occurrence: Occurrence) -> tuple[int, int]:
+    """The [start, end) of an occurrence in the original text."""
+    return match_text.original_position(occurrence.start), match_text.original_position(occurrence.end - 1) + 1
+
+
 class ContextCutter:
     """Cut `size` words (English) or non-space characters (Chinese) on each side of a quotation."""
 
@@ -151,6 +203,10 @@ class ContextCutter:
             return ""
         last = units[min(self.size, len(units)) - 1]
         return WHITESPACE.sub(" ", text[start : last.end()]).strip()
+
+    def around(self, text: str, start: int, end: int) -> tuple[str, str]:
+        """The left and right contexts of a quotation at [start, end); the punctuation closing it is in neither."""
+        return self.left(text, start), self.right(text, quotation_end(text, end))
 
 
 def quotation_end(text: str, end: int) -> int:

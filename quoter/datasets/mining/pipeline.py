@@ -14,11 +14,17 @@ from quoter.atomic_files import write_folder_atomic
 from quoter.datasets import dataset_stats, load_dataset, render_stats
 from quoter.datasets.mining.chinese_script import traditional_to_simplified
 from quoter.datasets.mining.config import BuildConfig
-from quoter.datasets.mining.corpus import Block, corpus_files, read_blocks
+from quoter.datasets.mining.corpus import Block, block_margin, corpus_files, read_blocks
 from quoter.datasets.mining.matcher import QuoteMatcher
-from quoter.datasets.mining.matching_text import MatchingForm, MatchText
-from quoter.datasets.mining.occurrences import ContextCutter, Occurrence, assemble, quotation_end, resolve
-from quoter.datasets.mining.quote_lists import ExampleSentence, QuoteEntry, read_examples, read_quote_list
+from quoter.datasets.mining.matching_text import MatchingForm
+from quoter.datasets.mining.occurrences import ContextCutter, search_text
+from quoter.datasets.mining.quote_lists import (
+    ExampleSentence,
+    QuoteEntry,
+    cited_text,
+    read_examples,
+    read_quote_list,
+)
 from quoter.datasets.mining.report import BuildReport
 from quoter.datasets.mining.selection import (
     Pair,
@@ -35,8 +41,6 @@ from quoter.errors import QuoterError
 from quoter.progress import progress_bar
 
 OUTPUT_FILES = ("data.txt", "splits.json", "stats.md")
-# Overlap between blocks of one file, beyond twice the longest quote: ample for 40 words or 50 characters.
-BLOCK_MARGIN_CHARS = 10_000
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,7 @@ def build_dataset(config: BuildConfig) -> BuildReport:
     matcher = QuoteMatcher(form, quote_set.sentences)
     report.sentence_patterns = matcher.pattern_count
     collector = PairCollector()
-    search = CorpusSearch(config, form, matcher, quote_set.quotes, collector, report, convert)
+    search = CorpusSearch(config, matcher, quote_set.quotes, collector, report, convert)
     search.run()
     search.add_examples(quote_set.examples)
     report.duplicate_pairs = collector.duplicates
@@ -97,12 +101,14 @@ def read_quote_set(
     for path in config.quote_files:
         entries.extend(read_quote_list(path))
     for path in config.example_files:
-        quotes, sentences = read_examples(path, config.example_placeholder, config.example_attribution_mark)
+        quotes, sentences = read_examples(path, config.example_attribution_mark)
         entries.extend(quotes)
-        examples.extend(sentences)
+        examples.extend(sentence for sentence in sentences if config.example_placeholder in sentence.text)
     if convert is not None:
         entries = [replace(entry, text=convert(entry.text), source=convert(entry.source)) for entry in entries]
-        examples = [ExampleSentence(replace(e.quote, text=convert(e.quote.text)), convert(e.text)) for e in examples]
+        examples = [
+            replace(e, quote=replace(e.quote, text=convert(e.quote.text)), text=convert(e.text)) for e in examples
+        ]
     report.quote_entries = len(entries)
     ids: dict[str, int] = {}
     quotes: list[QuoteEntry] = []
@@ -117,8 +123,7 @@ def read_quote_set(
             continue
         ids[key] = len(quotes)
         quotes.append(entry)
-        # Sentences with nothing to match ("--") are left out; they cannot be found or be missed.
-        sentences.append([s for s in split_sentences(entry.text) if form.normalise(s)] or [entry.text])
+        sentences.append(form.searchable(entry.text, split_sentences(entry.text)))
     report.quotes = len(quotes)
     report.example_sentences = len(examples)
     example_pairs = [
@@ -133,7 +138,6 @@ class CorpusSearch:
     def __init__(
         self,
         config: BuildConfig,
-        form: MatchingForm,
         matcher: QuoteMatcher,
         quotes: list[QuoteEntry],
         collector: PairCollector,
@@ -141,7 +145,6 @@ class CorpusSearch:
         convert: Callable[[str], str] | None,
     ) -> None:
         self.config = config
-        self.form = form
         self.matcher = matcher
         self.quotes = quotes
         self.collector = collector
@@ -150,7 +153,7 @@ class CorpusSearch:
         self.cutter = ContextCutter(config.context_units, config.is_chinese)
         file_sources = read_sources(config.sources_file) if config.sources_file is not None else {}
         self.self_citations = SelfCitations(file_sources, [quote.source for quote in quotes])
-        self.margin = BLOCK_MARGIN_CHARS + 2 * max((len(quote.text) for quote in quotes), default=0)
+        self.margin = block_margin(max((len(quote.text) for quote in quotes), default=0))
 
     def run(self) -> None:
         """Search every corpus file, block by block, with a progress bar on a terminal."""
@@ -190,32 +193,18 @@ class CorpusSearch:
     def occurrences_in(
         self, text: str, excluded: frozenset[int], emit_start: int = 0, emit_end: int | None = None
     ) -> list[tuple[int, int, int]]:
-        """Occurrences that start in [emit_start, emit_end) of `text`, as (start, end, quote id) in the original.
-
-        Candidates are resolved over the whole text, so that the overlap of two blocks is decided the same
-        way in both; only those in the emit range are returned and counted.
-        """
-        match_text = self.form.match_text(text)
-        low = match_text.normalised_position(emit_start)
-        high = match_text.normalised_position(len(text) if emit_end is None else emit_end)
-
-        def emitted(occurrences: list[Occurrence]) -> list[Occurrence]:
-            return [o for o in occurrences if low <= o.start < high]
-
-        candidates = assemble(self.matcher.find(match_text), self.matcher, self.config.min_partial_units)
-        if excluded:
-            self.report.self_citations += len(emitted([c for c in candidates if c.quote_id in excluded]))
-            candidates = [c for c in candidates if c.quote_id not in excluded]
-        resolution = resolve(candidates)
-        self.report.ambiguous += len(emitted(resolution.ambiguous))
-        self.report.overlapped += len(emitted(resolution.overlapped))
-        return [original_span(match_text, o) + (o.quote_id,) for o in emitted(resolution.kept)]
+        """Occurrences that start in [emit_start, emit_end) of `text`, as (start, end, quote id) in the original,
+        with the candidates dropped counted in the report."""
+        found = search_text(text, self.matcher, self.config.min_partial_units, excluded, emit_start, emit_end)
+        self.report.self_citations += found.self_citations
+        self.report.ambiguous += found.ambiguous
+        self.report.overlapped += found.overlapped
+        return [(quotation.start, quotation.end, quotation.occurrence.quote_id) for quotation in found.kept]
 
     def add_pair(self, text: str, start: int, end: int, quote_id: int, document_id: int) -> None:
         """Cut the contexts of one occurrence and collect the pair, unless it has no context at all."""
         self.report.occurrences += 1
-        left = self.cutter.left(text, start)
-        right = self.cutter.right(text, quotation_end(text, end))
+        left, right = self.cutter.around(text, start, end)
         if not left and not right:
             self.report.no_context += 1
             return
@@ -223,27 +212,13 @@ class CorpusSearch:
 
     def add_examples(self, examples: list[tuple[int, str]]) -> None:
         """Example sentences: the cited quote where the placeholder stands, and any other quote found in them."""
-        placeholder = self.config.example_placeholder
         for quote_id, sentence in examples:
-            quote_text = self.quotes[quote_id].text
-            pieces = sentence.split(placeholder)
-            text = quote_text.join(pieces)
-            cited: list[tuple[int, int]] = []
-            position = 0
-            for piece in pieces[:-1]:
-                position += len(piece)
-                cited.append((position, position + len(quote_text)))
-                position += len(quote_text)
+            text, cited = cited_text(sentence, self.config.example_placeholder, self.quotes[quote_id].text)
             for start, end in cited:
                 self.add_pair(text, start, end, quote_id, document_id=-1)
             for start, end, other_id in self.occurrences_in(text, frozenset()):
                 if not any(start < c_end and c_start < end for c_start, c_end in cited):
                     self.add_pair(text, start, end, other_id, document_id=-1)
-
-
-def original_span(match_text: MatchText, occurrence: Occurrence) -> tuple[int, int]:
-    """The [start, end) of an occurrence in the original text."""
-    return match_text.original_position(occurrence.start), match_text.original_position(occurrence.end - 1) + 1
 
 
 def select_and_split(

@@ -26,10 +26,24 @@ class QuoteEntry:
 
 @dataclass(frozen=True)
 class ExampleSentence:
-    """A sentence that cites a quote at the places marked by a placeholder (an idiom dictionary example)."""
+    """An example sentence of a quote (an idiom dictionary's): a placeholder marks where it cites the quote, or
+    the quote is written out."""
 
     quote: QuoteEntry
     text: str  # with the placeholder still in place
+    line: int  # of the examples file
+
+
+def cited_text(sentence: str, placeholder: str, quote: str) -> tuple[str, list[tuple[int, int]]]:
+    """An example sentence with `quote` in place of each `placeholder`, and the [start, end) of each of them."""
+    pieces = sentence.split(placeholder)
+    cited: list[tuple[int, int]] = []
+    position = 0
+    for piece in pieces[:-1]:
+        position += len(piece)
+        cited.append((position, position + len(quote)))
+        position += len(quote)
+    return quote.join(pieces), cited
 
 
 def collapse_whitespace(text: str) -> str:
@@ -75,15 +89,13 @@ def read_quote_list(path: Path) -> list[QuoteEntry]:
     return entries
 
 
-def read_examples(
-    path: Path, placeholder: str, attribution_mark: str
-) -> tuple[list[QuoteEntry], list[ExampleSentence]]:
+def read_examples(path: Path, attribution_mark: str) -> tuple[list[QuoteEntry], list[ExampleSentence]]:
     """Read a JSONL file of quotes with example sentences.
 
     Each line is an object with the quote (`quote` or `idiom`), optionally `source`, and `example`: a sentence
-    in which `placeholder` stands where the quote was cited. Everything from `attribution_mark` on (the
-    dictionaries' `★《work》`) names the citing work and is not part of the sentence. Every record's quote
-    joins the quote set; only examples that contain the placeholder give sentences.
+    in which a placeholder (`～`) stands where the quote was cited (some write the quote out instead). Everything
+    from `attribution_mark` on (the dictionaries' `★《work》`) names the citing work and is not part of the
+    sentence. Every record's quote joins the quote set, and every example that is not empty is a sentence.
     """
     quotes: list[QuoteEntry] = []
     examples: list[ExampleSentence] = []
@@ -107,7 +119,7 @@ def read_examples(
             raise InputError("the quote is empty", path=path, line=number, field=quote_field)
         quote = QuoteEntry(text=text, source=collapse_whitespace(values["source"]), origin=f"{path}:{number}")
         quotes.append(quote)
-        sentence = values["example"].split(attribution_mark, 1)[0]
-        if placeholder in sentence:
-            examples.append(ExampleSentence(quote=quote, text=collapse_whitespace(sentence)))
+        sentence = collapse_whitespace(values["example"].split(attribution_mark, 1)[0])
+        if sentence:
+            examples.append(ExampleSentence(quote=quote, text=sentence, line=number))
     return quotes, examples
