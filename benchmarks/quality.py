@@ -1,7 +1,9 @@
 """Recommendation quality on every development set, in one run (a benchmark, not a test).
 
-    python -m benchmarks.quality [--split test|valid] [--sets en zh-modern zh-classical example]
+    python -m benchmarks.quality [--split test|valid] [--sets en zh-modern zh-classical example bank-en
+                                 bank-zh bank-zh-classical]
                                  [--methods bm25 crm mask native native+gloss plain hybrid hybrid-rrf]
+                                 [--bank-methods bm25 crm native+gloss plain default-dense default]
                                  [--bundle zh-classical=bundles/zh-classical ...] [--gap-markers]
 
 For each set (built by `make -C data en|zh-modern|zh-classical`; `example` is the built-in example set) it
@@ -18,6 +20,11 @@ prints MRR, R@1 and R@10 over the full quote set of:
   plain                an independent baseline written here with plain transformers on the same model:
                        mean pooling, cosine, e5 prompts for e5, the gap written as '___'.
 Where the set has a candidate file (zh-modern: candidates.jsonl), multiple-choice accuracy too.
+
+The bank sets (bank-en, bank-zh, bank-zh-classical) are the built-in banks measured on their held-back real
+usage examples (quote_bank/usage/), which nothing is fitted on; CRM reads the bank's fit examples (written,
+and the real ones not held back); `default` is the default server's ranking (quoter/default_bundles.py) and
+`default-dense` its dense score alone (quote vectors pulled towards their examples, nothing fused).
 `--gap-markers` adds native with each gap marker (what stands in the gap of a mean-pooled context).
 
 Then the writer's check: hand-written contexts for quotes of the built-in bank (tests/data/writers_check/),
@@ -31,7 +38,7 @@ import argparse
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -65,8 +72,9 @@ SETS = {
 BANK_SETS = {f"bank-{language.value}": language for language in Language}
 METHODS = ("bm25", "crm", "mask", "native", "native+gloss", "plain", "hybrid", "hybrid-rrf")
 # On the bank sets: train is the bank's fit examples (written, and real ones not held back), test the
-# held-back real ones; `default` is the default server's ranking, the others are as above.
-BANK_METHODS = ("bm25", "crm", "native+gloss", "plain", "default")
+# held-back real ones; `default` is the default server's ranking, `default-dense` its dense score alone (the
+# quote vectors pulled towards their examples, without BM25, CRM and knn), the others are as above.
+BANK_METHODS = ("bm25", "crm", "native+gloss", "plain", "default-dense", "default")
 TRAINED_METHODS = ("trained", "trained+fusion")
 E5_MODELS = ("offline:me5-small",)
 
@@ -154,12 +162,14 @@ def run_bank_set(name: str, methods: Sequence[str]) -> list[Row]:
     if not dataset.split("test"):
         print(f"{name}: no held-back real examples; mine them with `make -C data usage`")
         return []
+    default = None
     rows = []
     for method in methods:
-        if method == "default":
-            [bundle] = default_bundles([language])
-            print(f"{name} default: {bundle.fusion.describe()}, pull {bundle.info['usage_pull']:g}, {bundle.info['usage_examples']} examples")
-            ranker = bundle.ranker()
+        if method.startswith("default"):
+            if default is None:
+                [default] = default_bundles([language])
+                print(f"{name} default: {default.fusion.describe()}, pull {default.info['usage_pull']:g}")
+            ranker = (replace(default, fusion=None) if method == "default-dense" else default).ranker()
         else:
             ranker = build(method, dataset, language, None, None)
         report = evaluate(ranker, dataset, "test", method)

@@ -4,8 +4,8 @@ two cores at the first start; later starts read them in a fraction of a second.
 
 One file per language in $QUOTER_CACHE/defaults/ (~/.cache/quoter/defaults/), named by a hash of everything
 the learned values depend on: the encoder (weights, settings, tokenizer), how quotes are read, the quotes
-with their sources and glosses, the examples and this module's format. A stale file is never read; a
-damaged or unreadable one is computed again.
+with their sources and glosses, the examples, the settings of the fitting and this module's format. A stale
+file is never read; a damaged or unreadable one is computed again.
 """
 
 from __future__ import annotations
@@ -42,9 +42,13 @@ class LearnedUsage:
     mrr: float  # cross-fitted, on the examples
 
 
-def cache_path(bundle: Bundle, quotes: Sequence[QuoteRecord], examples: Sequence[Sample], real: Sequence[bool]) -> Path:
-    """The cache file of `bundle`'s encoders over `quotes` learning from `examples` (`real`: which are real)."""
-    digest = xxhash.xxh3_128(f"{CACHE_FORMAT} {bundle.language.value} {bundle.quote_encoder.identity}".encode())
+def cache_path(
+    bundle: Bundle, quotes: Sequence[QuoteRecord], examples: Sequence[Sample], real: Sequence[bool], recipe: str
+) -> Path:
+    """The cache file of `bundle`'s encoders over `quotes` learning from `examples` (`real`: which are real)
+    the way `recipe` describes (the settings of the fitting)."""
+    identity = f"{CACHE_FORMAT} {recipe} {bundle.language.value} {bundle.quote_encoder.identity}"
+    digest = xxhash.xxh3_128(identity.encode("utf-8"))
     encoder_digest(bundle.context_encoder, digest)
     for record in quotes:
         digest.update(json.dumps(record.to_json(), ensure_ascii=False, sort_keys=True).encode("utf-8"))
@@ -71,7 +75,8 @@ def read_learned(path: Path) -> LearnedUsage | None:
 
 
 def write_learned(path: Path, learned: LearnedUsage) -> None:
-    """Cache `learned` in `path`, written whole or not at all (OSError when it cannot be written)."""
+    """Cache `learned` in `path`, written whole or not at all (OSError when it cannot be written), and delete
+    the language's older entries, which nothing reads any more once the bank, examples or model changed."""
     settings = {"pull": learned.pull, "fusion": learned.fusion.to_json(), "mrr": learned.mrr}
     buffer = io.BytesIO()
     np.savez(
@@ -82,3 +87,7 @@ def write_learned(path: Path, learned: LearnedUsage) -> None:
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     write_bytes_atomic(path, buffer.getvalue())
+    language = path.name.rsplit("-", 1)[0]  # "zh-classical-<hash>.npz" is not a "zh" entry
+    for older in path.parent.glob("*.npz"):
+        if older != path and older.name.rsplit("-", 1)[0] == language:
+            older.unlink(missing_ok=True)
