@@ -40,6 +40,13 @@ SHOWN_RESULTS = """() => Array.from(document.querySelectorAll('[data-testid="res
     score: Number(item.dataset.score),
     probability: Number(item.dataset.probability),
 }))"""
+# The language and the bank tag of each result shown.
+SHOWN_BANKS = """() => Array.from(document.querySelectorAll('[data-testid="result"]'), (item) => [
+    item.dataset.lang, item.querySelector('[data-testid="result-bank"]').textContent,
+])"""
+LANGUAGES_LOADED = "() => document.querySelectorAll('#lang option').length > 1"
+# Chinese text without a gap: without a language chosen, both Chinese banks rank it.
+CHINESE_TEXT = "我们喜欢学习"
 SETTLED = """() => ['ready', 'error'].includes(document.querySelector('[data-testid="results"]').dataset.state)"""
 # Lists in window.answersRead the left context of each /recommend answer once the page's script has read it: the
 # entry is made by a task queued when the body is parsed, so it runs after the page's own code that awaited it.
@@ -151,6 +158,15 @@ def punctuation_url(tmp_path_factory) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="module")
+def chinese_url(tmp_path_factory) -> Iterator[str]:
+    """A server of English and both Chinese banks."""
+    folder = tmp_path_factory.mktemp("chinese")
+    recommenders = [Recommender(tiny_bundle(folder / language.value, language)) for language in Language]
+    with running_server(create_app(recommenders)) as url:
+        yield url
+
+
 def in_browser(base_url: str, scenario: Scenario) -> None:
     """Open the demo page in headless Chromium and run the scenario on it."""
     executable = shutil.which(CHROMIUM)
@@ -226,7 +242,7 @@ def test_the_page_shows_the_top_quotes_of_the_api_and_follows_the_text(base_url)
         page.on("request", count)
         languages = page.get_by_test_id("lang").locator("option")
         # A function, not an expression: the page's CSP forbids eval, which polling an expression needs.
-        await page.wait_for_function("() => document.querySelectorAll('#lang option').length > 1")
+        await page.wait_for_function(LANGUAGES_LOADED)
         assert await languages.evaluate_all("options => options.map(o => o.value)") == ["", "en", "zh"]
         await page.get_by_test_id("k").fill("4")
 
@@ -348,3 +364,28 @@ def test_insert_fits_the_quotes_final_punctuation_to_the_text_around_the_gap(pun
             assert await context.evaluate("(area) => area.selectionStart") == len(expected) - len(after_gap)
 
     in_browser(punctuation_url, scenario)
+
+
+def test_an_answer_from_both_chinese_banks_tags_each_quote_with_its_bank(chinese_url):
+    async def scenario(page: Page, base_url: str) -> None:
+        await page.wait_for_function(LANGUAGES_LOADED)
+        await page.get_by_test_id("context").fill(CHINESE_TEXT)
+        merged = await api_results(base_url, CHINESE_TEXT, "", 5)
+        assert merged["langs"] == ["zh", "zh-classical"]
+        assert await settled_results(page) == shown_form(merged["results"])
+        tags = {"zh": "modern", "zh-classical": "classical"}
+        shown = await page.evaluate(SHOWN_BANKS)
+        assert shown == [[r["lang"], tags[r["lang"]]] for r in merged["results"]]
+        assert {lang for lang, _ in shown} == {"zh", "zh-classical"}  # two quotes a bank, five asked for
+        assert await page.get_by_test_id("result-bank").first.is_visible()
+        assert "(from Chinese and Classical Chinese)" in await page.get_by_test_id("status").text_content()
+
+        # A chosen bank answers alone: one bank, no tags.
+        await page.get_by_test_id("lang").select_option("zh-classical")
+        named = await api_results(base_url, CHINESE_TEXT, "", 5, lang="zh-classical")
+        assert await settled_results(page) == shown_form(named["results"])
+        assert await page.evaluate(SHOWN_BANKS) == [["zh-classical", ""]] * len(named["results"])
+        assert not await page.get_by_test_id("result-bank").first.is_visible()
+        assert "(Classical Chinese)" in await page.get_by_test_id("status").text_content()
+
+    in_browser(chinese_url, scenario)

@@ -10,7 +10,7 @@ import quoter.serving.app as app_module
 from quoter.languages import Language
 from quoter.ranking import Query
 from quoter.serving.app import AppConfig, create_app
-from quoter.serving.language_choice import LanguageChoiceError, choose_hosted_language
+from quoter.serving.language_choice import LanguageChoiceError, choose_hosted_banks
 from quoter.serving.micro_batching import BatchingConfig
 from quoter.serving.recommender import Recommender, RecommenderConfig
 from quoter.serving.schemas import MAX_BATCH, MAX_CONTEXT_CHARS, MAX_K
@@ -41,6 +41,7 @@ def test_recommend_ranks_the_whole_quote_set(client, bundles):
     assert response.status_code == 200
     body = response.json()
     assert body["lang"] == "en" and body["lang_guessed"] is False and len(body["results"]) == 3
+    assert body["langs"] == ["en"] and {r["lang"] for r in body["results"]} == {"en"}
     # The same ranking as the bundle's own ranker, probabilities a softmax over all five quotes.
     scores = bundles[Language.EN].ranker().score([Query("the cat", "home")])[0]
     best = scores.argsort()[::-1][:3]
@@ -61,23 +62,25 @@ def test_left_only_and_default_k(client):
 @pytest.mark.parametrize(
     ("text", "hosted", "expected"),
     [
-        ("the cat sat", tuple(Language), "en"),
-        ("我们喜欢", (Language.EN, Language.ZH), "zh"),
-        ("学而时习之", (Language.EN, Language.ZH_CLASSICAL), "zh-classical"),
-        ("我们的学习", tuple(Language), "zh"),
-        ("学而时习之乎", tuple(Language), "zh-classical"),
+        ("the cat sat", tuple(Language), ["en"]),
+        ("我们喜欢", (Language.EN, Language.ZH), ["zh"]),
+        ("学而时习之", (Language.EN, Language.ZH_CLASSICAL), ["zh-classical"]),
+        # Chinese text goes to both Chinese banks, whatever its function words say.
+        ("我们的学习", tuple(Language), ["zh", "zh-classical"]),
+        ("学而时习之乎", tuple(Language), ["zh", "zh-classical"]),
     ],
 )
 def test_an_unnamed_language_is_guessed_from_the_script(bundles, text, hosted, expected):
     with TestClient(make_app(bundles, hosted), base_url=LOOPBACK_URL) as client:
         body = client.post("/recommend", json={"left": text}).json()
-    assert body["lang"] == expected and body["lang_guessed"] is True
+    assert body["langs"] == expected and body["lang_guessed"] is True
+    assert body["lang"] == body["results"][0]["lang"]
 
 
 def test_a_single_bundle_needs_no_guess(bundles):
     with TestClient(make_app(bundles, (Language.ZH,)), base_url=LOOPBACK_URL) as client:
         body = client.post("/recommend", json={"left": "the cat"}).json()
-    assert body["lang"] == "zh" and body["lang_guessed"] is False
+    assert body["lang"] == "zh" and body["langs"] == ["zh"] and body["lang_guessed"] is False
 
 
 def test_a_context_without_a_letter_of_a_hosted_script_is_422_naming_lang(client, bundles):
@@ -92,18 +95,12 @@ def test_a_context_without_a_letter_of_a_hosted_script_is_422_naming_lang(client
         # English is not hosted: Latin letters place no text, Chinese characters do.
         response = other.post("/recommend", json={"left": "the cat"})
         assert response.status_code == 422 and "cannot tell the language" in response.json()["detail"][0]["msg"]
-        assert other.post("/recommend", json={"left": "the cat 之乎"}).json()["lang"] == "zh-classical"
+        assert other.post("/recommend", json={"left": "the cat 之乎"}).json()["langs"] == ["zh", "zh-classical"]
         response = other.post("/recommend", json={"left": "the cat", "lang": "en"})
         assert response.status_code == 422 and "'en' is not hosted" in response.json()["detail"][0]["msg"]
-    assert choose_hosted_language(None, [Language.ZH], ["the cat"]) == (Language.ZH, False)
+    assert choose_hosted_banks(None, [Language.ZH], ["the cat"]) == ((Language.ZH,), False)
     with pytest.raises(LanguageChoiceError, match="cannot tell the language"):
-        choose_hosted_language(None, [Language.EN, Language.ZH], ["...", "42"])
-
-
-def test_chinese_whose_function_words_do_not_tell_is_answered_as_modern(client):
-    # This was a 422, which the OpenAPI document could not describe: no function word tells zh from classical.
-    body = client.post("/recommend", json={"left": "我喜欢学习"}).json()
-    assert body["lang"] == "zh" and body["lang_guessed"] is True
+        choose_hosted_banks(None, [Language.EN, Language.ZH], ["...", "42"])
 
 
 @pytest.mark.parametrize(
@@ -137,7 +134,8 @@ def test_batch_answers_in_order_and_checks_its_size(client):
     response = client.post("/recommend/batch", json={"requests": requests})
     assert response.status_code == 200
     answers = response.json()["responses"]
-    assert [a["lang"] for a in answers] == ["en", "zh", "en"] and [len(a["results"]) for a in answers] == [2, 1, 4]
+    assert [a["langs"] for a in answers] == [["en"], ["zh", "zh-classical"], ["en"]]
+    assert [len(a["results"]) for a in answers] == [2, 1, 4]
     single = client.post("/recommend", json=requests[2]).json()
     assert [r["id"] for r in answers[2]["results"]] == [r["id"] for r in single["results"]]
     assert [r["score"] for r in answers[2]["results"]] == pytest.approx([r["score"] for r in single["results"]], 1e-4)

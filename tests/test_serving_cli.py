@@ -67,8 +67,8 @@ def test_without_bundles_the_quote_bank_is_served_zero_shot(served, tmp_path, mo
         health = client.get("/health").json()
         assert health["languages"] == ["zh", "zh-classical"]
         assert [b["quotes"] for b in health["bundles"]] == [2, 2]
-        body = client.post("/recommend", json={"left": "学而时习之乎"}).json()
-        assert body["lang"] == "zh-classical" and body["lang_guessed"] is True
+        body = client.post("/recommend", json={"left": "学而时习之乎", "lang": "zh-classical"}).json()
+        assert body["lang"] == "zh-classical" and body["lang_guessed"] is False
         served_scores = [(r["quote"], r["score"]) for r in body["results"]]
     # The classical bank scored by the default model as it reads a context and a quote (native pooling: the
     # paper's, for a plain BERT; glosses on: the quote's source is read too), best first.

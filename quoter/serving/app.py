@@ -1,6 +1,8 @@
 """The HTTP API: recommend quotes for a context, browse and change the quote sets, and the demo page.
 
-Several bundles are hosted at once, one per language. Changing a quote set needs the API key when one is
+Several bundles are hosted at once, one per language (a bank of quotes each). A request without `lang` is
+answered from the bank of its script, and Chinese text from both Chinese banks when both are hosted, merged
+into one list (language_choice, chinese_merge). Changing a quote set needs the API key when one is
 configured (header X-API-Key). FastAPI serves the OpenAPI docs at /docs; the document says what the server
 hosts (openapi_document) and every status each operation may answer.
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,8 +36,9 @@ from quoter.ranking import Query as Context
 from quoter.serving.admission import ContextAdmission, ServerBusyError
 from quoter.serving.answered_hosts import AnsweredHosts
 from quoter.serving.api_errors import ApiError, error_response, error_statuses, install_error_handlers
+from quoter.serving.chinese_merge import merge_banks
 from quoter.serving.json_body import json_body_route
-from quoter.serving.language_choice import LanguageChoiceError, choose_hosted_language
+from quoter.serving.language_choice import LanguageChoiceError, choose_hosted_banks
 from quoter.serving.live_quotes import QuoteConflictError, ScoredQuote, UnknownQuoteError
 from quoter.serving.openapi_document import describe_hosting
 from quoter.serving.page_security import security_headers
@@ -73,13 +76,28 @@ class AppConfig:
     limits: ServerLimits = field(default_factory=ServerLimits)
 
 
-def _results(found: list[ScoredQuote]) -> list[RecommendationOut]:
-    return [
-        RecommendationOut(
-            id=q.id, quote=q.record.text, source=q.record.source, score=q.score, probability=q.probability
-        )
-        for q in found
-    ]
+def _result(lang: Language, found: ScoredQuote) -> RecommendationOut:
+    return RecommendationOut(
+        id=found.id,
+        quote=found.record.text,
+        source=found.record.source,
+        score=found.score,
+        probability=found.probability,
+        lang=lang,
+    )
+
+
+def _answer(
+    k: int, banks: tuple[Language, ...], guessed: bool, ranked: Mapping[Language, list[ScoredQuote]]
+) -> RecommendResponse:
+    """The response to a request from its banks' rankings: one bank's top k as they are, or the top k of several
+    banks, each ranked whole, merged by standing."""
+    if len(banks) == 1:
+        results = [_result(banks[0], found) for found in ranked[banks[0]]]
+    else:
+        results = [_result(merged.lang, merged.found) for merged in merge_banks(ranked, k)]
+    lang = results[0].lang if results else banks[0]
+    return RecommendResponse(lang=lang, lang_guessed=guessed, langs=list(banks), results=results)
 
 
 def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfig()) -> FastAPI:
@@ -160,10 +178,10 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
     writes_need = [Security(check_api_key)] if keyed else []
     key_statuses = (401, 403) if keyed else ()
 
-    def choose(lang: Language | None, texts: list[str], loc: Location) -> tuple[Language, bool]:
-        """The language of a request (see choose_hosted_language); a 422 at `loc` when it cannot be chosen."""
+    def choose(lang: Language | None, texts: list[str], loc: Location) -> tuple[tuple[Language, ...], bool]:
+        """The banks of a request (see choose_hosted_banks); a 422 at `loc` when they cannot be chosen."""
         try:
-            return choose_hosted_language(lang, hosted, texts)
+            return choose_hosted_banks(lang, hosted, texts)
         except LanguageChoiceError as error:
             raise ApiError(status.HTTP_422_UNPROCESSABLE_CONTENT, str(error), "language", loc) from None
 
@@ -173,28 +191,40 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
             names = ", ".join(language.value for language in hosted)
             message = f"several languages are hosted ({names}); name lang"
             raise ApiError(status.HTTP_422_UNPROCESSABLE_CONTENT, message, "language", loc)
-        return hosted[choose(lang, [], loc)[0]]
+        [bank], _ = choose(lang, [], loc)
+        return hosted[bank]
 
-    async def ranked_in(language: Language, requests: list[RecommendRequest]) -> list[list[ScoredQuote]]:
-        return await hosted[language].recommend_async([(Context(r.left, r.right), r.k) for r in requests])
+    def depth(request: RecommendRequest, bank: Language, banks: tuple[Language, ...]) -> int:
+        """How many quotes a bank ranks for a request: its k, or every quote when its answer is merged with
+        another bank's (a standing is taken over the whole bank)."""
+        return request.k if len(banks) == 1 else max(len(hosted[bank].quotes), 1)
+
+    async def ranked_in(language: Language, items: list[tuple[RecommendRequest, int]]) -> list[list[ScoredQuote]]:
+        return await hosted[language].recommend_async([(Context(r.left, r.right), k) for r, k in items])
 
     async def recommend_all(requests: Sequence[RecommendRequest], locs: Sequence[Location]) -> list[RecommendResponse]:
-        """The responses in order; every language is chosen (a 422 at the request's loc if one cannot be), and
-        the queue checked, before any work is queued."""
-        languages = [choose(r.lang, [r.left, r.right], loc) for r, loc in zip(requests, locs)]
-        by_language: dict[Language, list[int]] = {}
-        for number, (language, _) in enumerate(languages):
-            by_language.setdefault(language, []).append(number)
+        """The responses in order; every request's banks are chosen (a 422 at the request's loc if they cannot
+        be), and the queue checked, before any work is queued."""
+        choices = [choose(r.lang, [r.left, r.right], loc) for r, loc in zip(requests, locs)]
+        by_bank: dict[Language, list[int]] = {}
+        for number, (banks, _) in enumerate(choices):
+            for bank in banks:
+                by_bank.setdefault(bank, []).append(number)
+        # A context ranked in two banks counts once: the limit is on the contexts clients send, and every batch
+        # the API takes must fit in it.
         with admission.admit(len(requests)):
             found = await asyncio.gather(
-                *(ranked_in(language, [requests[n] for n in numbers]) for language, numbers in by_language.items())
+                *(
+                    ranked_in(bank, [(requests[n], depth(requests[n], bank, choices[n][0])) for n in numbers])
+                    for bank, numbers in by_bank.items()
+                )
             )
-        ranked: dict[int, list[ScoredQuote]] = {}
-        for numbers, results in zip(by_language.values(), found):
-            ranked.update(zip(numbers, results))
+        ranked: dict[tuple[int, Language], list[ScoredQuote]] = {}
+        for (bank, numbers), results in zip(by_bank.items(), found):
+            ranked.update(((n, bank), result) for n, result in zip(numbers, results))
         return [
-            RecommendResponse(lang=language, lang_guessed=guessed, results=_results(ranked[n]))
-            for n, (language, guessed) in enumerate(languages)
+            _answer(requests[n].k, banks, guessed, {bank: ranked[n, bank] for bank in banks})
+            for n, (banks, guessed) in enumerate(choices)
         ]
 
     @app.get("/", include_in_schema=False)
@@ -224,13 +254,15 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
 
     @app.post("/recommend", responses=recommend_errors)
     async def recommend(request: RecommendRequest) -> RecommendResponse:
-        """The best k quotes for the gap between left and right, best first."""
+        """The best k quotes for the gap between left and right, best first; Chinese text without lang is
+        ranked in both Chinese banks when both are hosted, in one list (see langs and each result's lang)."""
         [response] = await recommend_all([request], [("body", "lang")])
         return response
 
     @app.post("/recommend/batch", responses=recommend_errors)
     async def recommend_batch(batch: RecommendBatchRequest) -> RecommendBatchResponse:
-        """Recommendations for several contexts, in order; each may name its own language."""
+        """Recommendations for several contexts, in order, each answered as /recommend answers it; each may name
+        its own language."""
         locs = [("body", "requests", number, "lang") for number in range(len(batch.requests))]
         return RecommendBatchResponse(responses=await recommend_all(batch.requests, locs))
 

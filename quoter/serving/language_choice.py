@@ -1,7 +1,8 @@
-"""Which hosted bundle answers a request that does not name its language: the one of the hosted script the
-context has most letters of (Latin: en; Han: Chinese), and between modern and classical Chinese the one its
-function words point to, modern when they do not tell. A context with no letter of a hosted script cannot
-be placed."""
+"""Which hosted banks answer a request that does not name its language: those of the hosted script the
+context has most letters of. Latin letters go to en; Chinese characters go to every hosted Chinese bank,
+modern and classical, since a writer of modern Chinese may want a saying or a classical line alike: which
+bank's quote fits is for the ranking to say, not the text's own register (chinese_merge merges the two
+answers). A context with no letter of a hosted script cannot be placed."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 from collections.abc import Collection, Sequence
 
 from quoter.errors import QuoterError
-from quoter.languages import CLASSICAL_MARKERS, HAN, LATIN, MODERN_MARKERS, Language
+from quoter.languages import HAN, LATIN, Language
 
 CHINESE = (Language.ZH, Language.ZH_CLASSICAL)
 
@@ -34,16 +35,17 @@ def _hosted_names(hosted: Collection[Language]) -> str:
     return ", ".join(sorted(language.value for language in hosted))
 
 
-def choose_hosted_language(
+def choose_hosted_banks(
     requested: Language | None, hosted: Collection[Language], texts: Sequence[str]
-) -> tuple[Language, bool]:
-    """The language to answer in and whether it was guessed (not requested, and more than one hosted)."""
+) -> tuple[tuple[Language, ...], bool]:
+    """The banks (hosted languages) to answer from, in CHINESE order when there are two, and whether they were
+    guessed (not requested, and more than one language hosted)."""
     if requested is not None:
         if requested not in hosted:
             raise LanguageChoiceError(f"language '{requested.value}' is not hosted; hosted: {_hosted_names(hosted)}")
-        return requested, False
+        return (requested,), False
     if len(hosted) == 1:
-        return next(iter(hosted)), False
+        return (next(iter(hosted)),), False
     text, scripts = "".join(texts), _scripts(hosted)
     latin, han = (len(script.findall(text)) if script in scripts else 0 for script in (LATIN, HAN))
     if han == latin == 0:
@@ -52,12 +54,5 @@ def choose_hosted_language(
             f"({_hosted_names(hosted)})"
         )
     if latin >= han:
-        return Language.EN, True
-    chinese = [language for language in CHINESE if language in hosted]
-    if len(chinese) == 1:
-        return chinese[0], True
-    # Both Chinese bundles are hosted: the function words tell them apart, if they differ; modern Chinese is
-    # what most writers write.
-    classical = sum(char in CLASSICAL_MARKERS for char in text)
-    modern = sum(char in MODERN_MARKERS for char in text)
-    return (Language.ZH_CLASSICAL if classical > modern else Language.ZH), True
+        return (Language.EN,), True
+    return tuple(language for language in CHINESE if language in hosted), True

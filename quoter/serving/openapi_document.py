@@ -1,6 +1,7 @@
 """The OpenAPI document of a server, told what the server hosts, so that it says which requests are valid
 there: `lang` names a hosted language; when several are hosted, listing and changing quotes need `lang`, and
-a context needs `lang` unless its text has a letter of a hosted script (language_choice)."""
+a context needs `lang` unless its text has a letter of a hosted script (language_choice), and Chinese text
+without it is ranked in both Chinese banks when both are hosted (chinese_merge)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Collection
 from typing import Any
 
 from quoter.languages import Language
-from quoter.serving.language_choice import hosted_letters_pattern
+from quoter.serving.language_choice import CHINESE, hosted_letters_pattern
 
 LANGUAGE = {"$ref": "#/components/schemas/Language"}
 # The operations that list or change one language's quotes, whose `lang` query parameter names it.
@@ -38,6 +39,11 @@ def describe_hosting(document: dict[str, Any], hosted: Collection[Language]) -> 
         " Several languages are hosted: without lang, the text must have a letter of a hosted language's "
         "script, which picks the language (lang_guessed)."
     )
+    if all(language in hosted for language in CHINESE):
+        request["description"] += (
+            " Chinese text is ranked in both Chinese banks, zh and zh-classical, and answered in one list: each "
+            "result's lang says its bank, and its score is its standing in that bank."
+        )
     request["anyOf"] = [
         {"required": ["lang"], "properties": {"lang": LANGUAGE}},
         {"properties": {"left": letter}},

@@ -56,17 +56,27 @@ class QuoteOut(BaseModel):
 
 
 class RecommendationOut(QuoteOut):
-    """A recommended quote: inner-product score and softmax probability over the whole quote set."""
+    """A recommended quote: its score, its softmax probability over the whole quote set of its bank, and the
+    bank (language) it comes from."""
 
-    score: float
-    probability: float
+    score: float = Field(
+        description="The bank's score: the inner product, or a hybrid bundle's fused score. In an answer from both "
+        "Chinese banks (langs names two), the quote's standing in its bank instead: that score as a z-score over "
+        "the bank's quotes, which compares across the banks."
+    )
+    probability: float = Field(description="The softmax of the inner product over every quote of the quote's bank.")
+    lang: Language = Field(description="The bank the quote comes from.")
 
 
 class RecommendResponse(BaseModel):
-    """The best quotes for a context, best first, and the language of the bundle that ranked them."""
+    """The best quotes for a context, best first, and the banks (languages) they were ranked in."""
 
-    lang: Language
+    lang: Language = Field(description="The bank of the first result; with no result, the first of langs.")
     lang_guessed: bool = Field(description="True when lang was not named and was picked from the text.")
+    langs: list[Language] = Field(
+        description="The banks ranked: the one named or guessed, or, for Chinese text without lang while both "
+        "Chinese banks are hosted, zh and zh-classical, whose quotes are then merged into one list by standing."
+    )
     results: list[RecommendationOut]
 
 
