@@ -168,7 +168,11 @@ def run_bank_set(name: str, methods: Sequence[str]) -> list[Row]:
         if method.startswith("default"):
             if default is None:
                 [default] = default_bundles([language])
-                print(f"{name} default: {default.fusion.describe()}, pull {default.info['usage_pull']:g}")
+                info = default.info
+                print(
+                    f"{name} default: {default.fusion.describe()}, pull {info['usage_pull']:g}, cross-fitted MRR "
+                    f"{info['usage_fit_mrr']:.3f} on {info['usage_examples']} examples"
+                )
             ranker = (replace(default, fusion=None) if method == "default-dense" else default).ranker()
         else:
             ranker = build(method, dataset, language, None, None)

@@ -108,16 +108,22 @@ class Bundle:
         signals = {"dense": Signal(dense), **self.known_signals_over(records)}
         return HybridRanker(signals, self.fusion, lambda queries: context.encode(queries, batch_size))
 
-    def known_signals_over(self, records: Sequence[QuoteRecord]) -> dict[str, Signal]:
+    def known_signals_over(
+        self, records: Sequence[QuoteRecord], added: Sequence[Sample] = (), added_vectors: np.ndarray | None = None
+    ) -> dict[str, Signal]:
         """BM25 over `records`, and CRM and knn over the known contexts of the quotes (by text) they share with
-        the bundle: the side of a hybrid bundle's ranking beyond the dense score, for any quote set."""
+        the bundle and the `added` ones (samples whose quote_id indexes `records`, e.g. the usage examples a
+        quote was added with at run time; their context vectors `added_vectors`, row for row): the side of a
+        hybrid bundle's ranking beyond the dense score, for any quote set."""
         id_of = {record.text: index for index, record in enumerate(records)}
         rows = [row for row, sample in enumerate(self.known_contexts) if self.quotes[sample.quote_id].text in id_of]
         contexts = [self.known_contexts[row] for row in rows]
         contexts = [replace(sample, quote_id=id_of[self.quotes[sample.quote_id].text]) for sample in contexts]
+        contexts += added
         signals = lexical_signals(records, contexts, self.language, self.lexical)
         if self.known_vectors is not None and contexts:
-            neighbors = NeighborRanker(len(records), contexts, self.known_vectors[rows])
+            vectors = [self.known_vectors[rows], *([] if added_vectors is None else [added_vectors])]
+            neighbors = NeighborRanker(len(records), contexts, np.concatenate(vectors))
             signals["knn"] = Signal(neighbors, neighbors.covered)
         return signals
 

@@ -8,7 +8,7 @@ on the examples alone, by cross-fitting: the examples are cut into FOLDS folds (
 turn), each fold is ranked with the others as the known contexts, and the pull and weights that rank all
 folds best are kept. The held-back real examples take no part; they are what benchmarks/quality.py measures on.
 
-Encoding the examples takes a minute or two on two cores, so the vectors are cached (usage_cache.py).
+Encoding the examples takes about a minute on two cores, so what is learned is cached (default_bundle_cache.py).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def learned_bundle(
     return replace(
         base,
         quotes=list(quotes),
-        info={**base.info, "usage_examples": len(examples), "usage_pull": learned.pull},
+        info={**base.info, "usage_examples": len(examples), "usage_pull": learned.pull, "usage_fit_mrr": learned.mrr},
         quote_vectors=usage_vectors(learned.quote_vectors, examples, learned.example_vectors, learned.pull),
         fusion=learned.fusion,
         known_contexts=list(examples),

@@ -219,7 +219,7 @@ def test_adding_a_listed_quote_with_another_source_or_gloss_is_409(client):
             ]
         }
     listed_now = client.get("/quotes", params={"lang": "en", "q": "the dog ran"}).json()["quotes"]
-    assert listed_now == [{"id": 1, "quote": "the dog ran home", "source": "Farm"}]
+    assert listed_now == [{"id": 1, "quote": "the dog ran home", "source": "Farm", "examples": 0}]
 
 
 @pytest.mark.parametrize(

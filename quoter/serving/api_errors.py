@@ -95,7 +95,7 @@ ERROR_MEANINGS = {
     403: "The API key is wrong.",
     404: "No quote has this id.",
     408: "The request body did not arrive in time; the connection is closed.",
-    409: "The quote is already listed with another source or gloss.",
+    409: "The quote is already listed with another source, gloss or usage examples.",
     413: "The request body is too large.",
     415: "The body is not sent as JSON (Content-Type: application/json).",
     422: "A field is invalid, or the language cannot be told: `loc` names the field.",

@@ -8,9 +8,10 @@ hosts (openapi_document) and every status each operation may answer.
 
 Every error has one shape, `{"detail": [{"loc", "msg", "type"}]}` (api_errors), says what is wrong and never
 echoes the input back: a Host header the server does not answer (400); a body that is too large (413), not
-JSON (415, 400), slow to arrive (408) or invalid (422, naming the field); a missing or wrong API key (401,
-403); an unknown quote id (404); a quote already listed with another source or gloss (409); a full queue
-(503 with Retry-After); and a quote change that could not be saved, so was not made (503).
+JSON (415, 400), slow to arrive (408) or invalid (422, naming the field; usage examples given to a bundle
+that does not learn from them too); a missing or wrong API key (401, 403); an unknown quote id (404); a quote
+already listed with another source, gloss or usage examples (409); a full queue (503 with Retry-After); and a
+quote change that could not be saved, so was not made (503).
 """
 
 from __future__ import annotations
@@ -49,9 +50,9 @@ from quoter.serving.schemas import (
     MAX_SEARCH_CHARS,
     BundleHealth,
     Health,
+    ListedQuote,
     QuoteChange,
     QuoteIn,
-    QuoteOut,
     QuotePage,
     RecommendationOut,
     RecommendBatchRequest,
@@ -131,7 +132,8 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = describe_hosting(FastAPI.openapi(app), list(hosted))
+            learning = [language for language, recommender in hosted.items() if recommender.fusion is not None]
+            app.openapi_schema = describe_hosting(FastAPI.openapi(app), list(hosted), learning)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
@@ -276,13 +278,17 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
         """Browse a quote set in id order, optionally only quotes whose text or source contains q."""
         recommender = named(lang, ("query", "lang"))
         total, page = recommender.quotes.browse(offset, limit, q)
-        quotes = [QuoteOut(id=i, quote=record.text, source=record.source) for i, record in page]
+        quotes = [
+            ListedQuote(id=i, quote=record.text, source=record.source, examples=recommender.quotes.example_count(i))
+            for i, record in page
+        ]
         return QuotePage(lang=recommender.language, total=total, offset=offset, limit=limit, quotes=quotes)
 
     already_listed = {
         status.HTTP_200_OK: {
             "model": QuoteChange,
-            "description": "The quote was already listed (with the same source and gloss, or none given): its id.",
+            "description": "The quote was already listed (with the same source, gloss and usage examples, or none "
+            "given): its id.",
         }
     }
 
@@ -293,10 +299,12 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
         responses={**already_listed, **error_statuses(400, *key_statuses, 408, 409, 413, 415, 422, 503)},
     )
     def add_quote(body: QuoteIn, response: Response) -> QuoteChange:
-        """List a quote (encoded now). A quote already listed is not listed twice: its id comes back with 200,
-        or 409 when the add gives it another source or gloss than it has (remove it first to change them)."""
+        """List a quote (encoded now), with the usage examples it is used in when the bundle is hybrid (422
+        otherwise). A quote already listed is not listed twice: its id comes back with 200, or 409 when the add
+        gives it another source, gloss or examples than it has (remove it first to change them)."""
         recommender = named(body.lang, ("body", "lang"))
-        quote_id, created = recommender.quotes.add(QuoteRecord(body.quote, body.source, body.gloss))
+        examples = [Context(example.left, example.right) for example in body.examples]
+        quote_id, created = recommender.quotes.add(QuoteRecord(body.quote, body.source, body.gloss), examples)
         if not created:
             response.status_code = status.HTTP_200_OK
         record = recommender.quotes.get(quote_id)

@@ -3,8 +3,9 @@ quote set, so that the server and `quoter batch` rank as `quoter evaluate --meth
 
 Every quote is scored (the lexical signals and the z-scores need the whole set), then the top k are taken
 by the fused score. The probability stays the softmax of the dense score over the whole set, as for any
-bundle. BM25, CRM and knn are rebuilt for the set's current texts after it changes; a quote added at run
-time has no training contexts, so CRM and knn leave it neutral and the dense score and BM25 rank it.
+bundle. BM25, CRM and knn are rebuilt for the set's current texts after it changes. A quote added at run
+time knows the usage examples it was added with, which CRM and knn read beside the bundle's own known contexts;
+one added without any is left neutral by CRM and knn, and the dense score and BM25 rank it.
 """
 
 from __future__ import annotations
@@ -16,9 +17,23 @@ import numpy as np
 from scipy.special import logsumexp
 
 from quoter.bundle import Bundle
+from quoter.datasets import Sample
 from quoter.fusion import Fusion, HybridRanker, fused_scores
 from quoter.ranking import Query
 from quoter.serving.live_quotes import ScoredQuote, ScoredSet
+
+
+def added_contexts(scored: ScoredSet) -> tuple[list[Sample], np.ndarray | None]:
+    """The usage examples the set's quotes were added with, as samples whose quote_id is the quote's place in
+    `scored`, and their context vectors (None when there are none)."""
+    place = {int(quote_id): row for row, quote_id in enumerate(scored.ids)}
+    samples = [
+        Sample(context.left, place[quote_id], context.right, line)
+        for quote_id, examples in scored.examples.items()
+        for line, context in enumerate(examples.contexts, start=1)
+    ]
+    vectors = [examples.vectors for examples in scored.examples.values()]
+    return samples, np.concatenate(vectors) if vectors else None
 
 
 class LiveFusion:
@@ -34,10 +49,12 @@ class LiveFusion:
         self._known_ranker = HybridRanker({}, self.fusion)
 
     def _known(self, scored: ScoredSet) -> HybridRanker:
-        """BM25, CRM and knn over the set's current records (rebuilt only after the set changed)."""
+        """BM25, CRM and knn over the set's current records and the usage examples of those added with some
+        (rebuilt only after the set changed)."""
         with self._lock:
             if scored.version != self._version:
-                self._known_ranker = HybridRanker(self._bundle.known_signals_over(scored.records), self.fusion)
+                signals = self._bundle.known_signals_over(scored.records, *added_contexts(scored))
+                self._known_ranker = HybridRanker(signals, self.fusion)
                 self._version = scored.version
             return self._known_ranker
 

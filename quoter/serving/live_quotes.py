@@ -4,6 +4,10 @@ vectors in a QuoteIndex, no text listed twice, and the changes saved beside the 
 A bundle numbers its quotes by line; once quotes are added and removed those numbers no longer match, so
 the live set is saved in its own folder inside the bundle folder, `quote_index/`, by a QuoteStore: each
 change is saved before it is acknowledged, and a removed id is never given to another quote.
+
+A quote may be added with usage examples, contexts it is used in, when the set learns from them (UsageLearning,
+for a hybrid bundle): its vector is pulled towards their context vectors as the bundle's own quotes were, and
+the set keeps them, saved with the quote, for CRM and knn (live_fusion).
 """
 
 from __future__ import annotations
@@ -11,20 +15,25 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from quoter.bundle import Bundle, QuoteRecord
+from quoter.datasets import Sample
+from quoter.default_bundles import usage_vectors
+from quoter.encoders.configs import ENCODE_BATCH
 from quoter.encoders.quote_encoder import QuoteEncoder
+from quoter.encoders.ranker import ContextVectors
 from quoter.errors import InputError, QuoterError
 from quoter.quote_record import has_visible_text
 from quoter.quote_set import QuoteSet, encode_quote_set
+from quoter.ranking import Query
 from quoter.serving.index_config import IndexConfig
 from quoter.serving.quote_index import QuoteIndex
-from quoter.serving.quote_store import QuoteStore, StoredQuotes, StoreOrigin
+from quoter.serving.quote_store import QuoteStore, StoredQuotes, StoreOrigin, UsageExamples
 
 LIVE_FOLDER = "quote_index"
 
@@ -34,16 +43,35 @@ class UnknownQuoteError(QuoterError):
 
 
 class QuoteConflictError(QuoterError):
-    """An add gives a listed quote another source or gloss than it is listed with (`field` names which): the
-    quote is not listed twice, and what the add gives would be lost without a word."""
+    """An add gives a listed quote another source, gloss or usage examples than it is listed with (`field`
+    names which): the quote is not listed twice, and what the add gives would be lost without a word."""
 
     def __init__(self, quote_id: int, field: str) -> None:
         self.quote_id = quote_id
         self.field = field
-        super().__init__(
-            f"the quote is already listed, as id {quote_id}, with another {field}; remove it first to list it "
-            f"with this {field}"
+        other, these = (
+            ("other examples", "these examples") if field == "examples" else (f"another {field}", f"this {field}")
         )
+        super().__init__(
+            f"the quote is already listed, as id {quote_id}, with {other}; remove it first to list it with {these}"
+        )
+
+
+@dataclass(frozen=True)
+class UsageLearning:
+    """How a live set learns from the usage examples a quote is added with, as a hybrid bundle learned from its
+    own: their context vectors come from `context` (the runtime that encodes queries, so that knn compares like
+    with like), and the quote's vector is pulled `pull` towards them (default_bundles.usage_vectors)."""
+
+    context: ContextVectors
+    pull: float
+    batch_size: int = ENCODE_BATCH
+
+    def learn(self, vector: np.ndarray, contexts: Sequence[Query]) -> tuple[np.ndarray, UsageExamples]:
+        """The quote's vector (1, dim) pulled towards the contexts, and the contexts with their vectors."""
+        vectors = self.context.encode(contexts, self.batch_size)
+        samples = [Sample(context.left, 0, context.right, line) for line, context in enumerate(contexts, start=1)]
+        return usage_vectors(vector, samples, vectors, self.pull), UsageExamples(tuple(contexts), vectors)
 
 
 @dataclass(frozen=True)
@@ -59,17 +87,25 @@ class ScoredQuote:
 @dataclass(frozen=True)
 class ScoredSet:
     """The whole live set scored for some contexts: ids and records in the same order, the inner-product
-    scores (contexts, quotes), and the version of the set they were taken from."""
+    scores (contexts, quotes), the version of the set they were taken from, and the usage examples of its
+    quotes added with some, by id."""
 
     ids: np.ndarray
     records: list[QuoteRecord]
     scores: np.ndarray
     version: int
+    examples: Mapping[int, UsageExamples]
 
 
 def quote_key(text: str) -> str:
     """What makes two quotes the same: their text without surrounding white space."""
     return text.strip()
+
+
+def same_examples(given: Sequence[Query], listed: UsageExamples | None) -> bool:
+    """Whether usage examples given again are those a quote is listed with, in any order; none given are."""
+    kept = () if listed is None else listed.contexts
+    return not given or sorted((c.left, c.right) for c in given) == sorted((c.left, c.right) for c in kept)
 
 
 class LiveQuotes:
@@ -82,10 +118,16 @@ class LiveQuotes:
         encoder: QuoteEncoder,
         store: QuoteStore | None = None,
         next_id: int = 0,
+        examples: Mapping[int, UsageExamples] | None = None,
+        usage: UsageLearning | None = None,
     ) -> None:
         """`store`: where every change is saved, or None to keep changes in memory; `next_id`: the smallest
-        id a new quote may get (raised past the ids in use)."""
+        id a new quote may get (raised past the ids in use); `examples`: the usage examples of quotes added
+        with some, by id; `usage`: how the set learns from them (None: quotes cannot be added with any)."""
         self._records = dict(sorted(records.items()))
+        # Replaced, never changed in place, so that a ScoredSet keeps the examples of its own version.
+        self._examples = dict(examples or {})
+        self._usage = usage
         self._next_id = max(next_id, max(self._records, default=-1) + 1)
         self._by_text = {quote_key(record.text): quote_id for quote_id, record in self._records.items()}
         self._index = index
@@ -101,11 +143,13 @@ class LiveQuotes:
         config: IndexConfig = IndexConfig(),
         folder: Path | None = None,
         quotes: QuoteSet | None = None,
+        usage: UsageLearning | None = None,
     ) -> LiveQuotes:
         """`quotes` (a set the bundle's quote encoder made; None: the bundle's own, ids = line numbers), or the
-        live set saved in `folder` if there is one; new quotes are encoded by the bundle's quote encoder."""
+        live set saved in `folder` if there is one; new quotes are encoded by the bundle's quote encoder and
+        learn from their usage examples by `usage` (None: quotes cannot be added with any)."""
         served = bundle.quote_set() if quotes is None else quotes
-        return cls.open(served.stored(), bundle.quote_encoder, config, folder)
+        return cls.open(served.stored(), bundle.quote_encoder, config, folder, usage)
 
     @classmethod
     def open(
@@ -114,16 +158,17 @@ class LiveQuotes:
         encoder: QuoteEncoder,
         config: IndexConfig = IndexConfig(),
         folder: Path | None = None,
+        usage: UsageLearning | None = None,
     ) -> LiveQuotes:
         """`quotes`, or the live set saved in `folder` (a bundle folder) if there is one; changes are saved
         there from now on (None: kept in memory). A saved set whose changes were made to other `quotes` (or
-        vectors of another encoder) is refused."""
+        vectors of another encoder) is refused. `usage`: how added quotes learn from their usage examples."""
         store = None
         if folder is not None:
             origin = StoreOrigin.of(quotes, encoder.identity)
             store, quotes = QuoteStore.open(Path(folder) / LIVE_FOLDER, quotes, origin)
         index = QuoteIndex(np.array(list(quotes.records), dtype=np.int64), quotes.vectors, config)
-        return cls(quotes.records, index, encoder, store, quotes.next_id)
+        return cls(quotes.records, index, encoder, store, quotes.next_id, quotes.examples, usage)
 
     def __len__(self) -> int:
         return len(self._records)
@@ -144,6 +189,11 @@ class LiveQuotes:
         """The id of the quote with this text, if it is listed."""
         return self._by_text.get(quote_key(text))
 
+    def example_count(self, quote_id: int) -> int:
+        """How many usage examples the quote with this id was added with (0 for any other id)."""
+        examples = self._examples.get(quote_id)
+        return 0 if examples is None else len(examples.contexts)
+
     def browse(self, offset: int, limit: int, contains: str = "") -> tuple[int, list[tuple[int, QuoteRecord]]]:
         """Quotes in id order whose text or source contains `contains` (case-insensitive): the number of
         matches and the page [offset, offset + limit) of them."""
@@ -156,10 +206,12 @@ class LiveQuotes:
             ]
         return len(matches), matches[offset : offset + limit]
 
-    def add(self, record: QuoteRecord) -> tuple[int, bool]:
-        """List a quote; return its id and whether it is new. A text already listed keeps its id, and the add
-        is refused (QuoteConflictError) if it gives that quote another source or gloss; a text that shows
-        nothing (see has_visible_text) is refused."""
+    def add(self, record: QuoteRecord, examples: Sequence[Query] = ()) -> tuple[int, bool]:
+        """List a quote with the usage examples it is used in (contexts whose gap it fills; learned from by
+        the set's UsageLearning); return its id and whether it is new. A text already listed keeps its id, and
+        the add is refused (QuoteConflictError) if it gives that quote another source, gloss or examples; a
+        text that shows nothing (see has_visible_text), an example that shows nothing on either side, and
+        examples where the set does not learn from them are refused."""
         record = QuoteRecord(quote_key(record.text), record.source.strip(), record.gloss.strip())
         if not has_visible_text(record.text):
             raise InputError(
@@ -167,30 +219,52 @@ class LiveQuotes:
                 "combining characters",
                 field="quote",
             )
+        self._check_examples(examples)
         with self._lock:
-            known = self._listed(record)
+            known = self._listed(record, examples)
         if known is not None:
             return known, False
         # Encode outside the lock: searches go on meanwhile.
         vector = encode_quote_set(self._encoder, [record]).vectors
+        learned = None
+        if examples and self._usage is not None:
+            vector, learned = self._usage.learn(vector, examples)
         with self._lock:
-            known = self._listed(record)
+            known = self._listed(record, examples)
             if known is not None:
                 return known, False
             quote_id = self._next_id
             # Saved first: a change that could not be saved is not made.
             if self._store is not None:
-                self._store.add(quote_id, record, vector[0])
+                self._store.add(quote_id, record, vector[0], learned)
             self._next_id += 1
             self._index.add(np.array([quote_id]), vector)
             self._records[quote_id] = record
             self._by_text[record.text] = quote_id
+            if learned is not None:
+                self._examples = {**self._examples, quote_id: learned}
             self._version += 1
         return quote_id, True
 
-    def _listed(self, record: QuoteRecord) -> int | None:
+    def _check_examples(self, examples: Sequence[Query]) -> None:
+        """Refuse usage examples the set cannot learn from, or that show nothing on either side."""
+        if examples and self._usage is None:
+            raise InputError(
+                "this bundle does not learn from usage examples (it is not hybrid: it has no fusion of CRM and "
+                "knn to rank with them); list the quote without examples",
+                field="examples",
+            )
+        if not all(has_visible_text(context.left) or has_visible_text(context.right) for context in examples):
+            raise InputError(
+                "a usage example shows nothing on either side: left or right needs a letter, number, punctuation "
+                "mark or symbol",
+                field="examples",
+            )
+
+    def _listed(self, record: QuoteRecord, examples: Sequence[Query]) -> int | None:
         """The id of the listed quote with the record's text, if any; a QuoteConflictError if the record gives
-        it another source or gloss (an empty one gives none). Called under the lock."""
+        it another source or gloss (an empty one gives none) or the add other examples (none give none).
+        Called under the lock."""
         quote_id = self.id_of(record.text)
         if quote_id is None:
             return None
@@ -198,6 +272,8 @@ class LiveQuotes:
         for field, given, kept in (("source", record.source, listed.source), ("gloss", record.gloss, listed.gloss)):
             if given and given != kept:
                 raise QuoteConflictError(quote_id, field)
+        if not same_examples(examples, self._examples.get(quote_id)):
+            raise QuoteConflictError(quote_id, "examples")
         return quote_id
 
     def remove(self, quote_id: int) -> QuoteRecord:
@@ -209,6 +285,8 @@ class LiveQuotes:
             self._index.remove(np.array([quote_id]))
             del self._records[quote_id]
             del self._by_text[quote_key(record.text)]
+            if quote_id in self._examples:
+                self._examples = {key: value for key, value in self._examples.items() if key != quote_id}
             self._version += 1
         return record
 
@@ -225,7 +303,7 @@ class LiveQuotes:
         consistent view."""
         with self._lock:
             ids, scores = self._index.all_scores(vectors)
-            return ScoredSet(ids, [self._records[int(i)] for i in ids], scores, self._version)
+            return ScoredSet(ids, [self._records[int(i)] for i in ids], scores, self._version, self._examples)
 
     def search(self, vectors: np.ndarray, ks: Sequence[int]) -> list[list[ScoredQuote]]:
         """For each context vector, its top ks[i] quotes, best first, with probabilities over all quotes."""

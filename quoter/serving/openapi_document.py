@@ -1,7 +1,8 @@
 """The OpenAPI document of a server, told what the server hosts, so that it says which requests are valid
 there: `lang` names a hosted language; when several are hosted, listing and changing quotes need `lang`, and
 a context needs `lang` unless its text has a letter of a hosted script (language_choice), and Chinese text
-without it is ranked in both Chinese banks when both are hosted (chinese_merge)."""
+without it is ranked in both Chinese banks when both are hosted (chinese_merge); a quote may be added with
+usage examples only to a hybrid bundle (live_quotes)."""
 
 from __future__ import annotations
 
@@ -22,10 +23,27 @@ def _require_lang(schema: dict[str, Any], description: str) -> None:
     schema["required"] = [*schema.get("required", []), "lang"]
 
 
-def describe_hosting(document: dict[str, Any], hosted: Collection[Language]) -> dict[str, Any]:
-    """The document (FastAPI's, changed in place) narrowed to a server hosting these languages."""
+def _limit_examples(quote: dict[str, Any], hosted: Collection[Language], learning: Collection[Language]) -> None:
+    """Narrow the QuoteIn schema `quote` to the hosted bundles that learn from usage examples: none (examples
+    must be empty), or only some (then named by lang, which several hosted languages make required)."""
+    examples = quote["properties"]["examples"]
+    if not learning:
+        examples["maxItems"] = 0
+        examples["description"] += " No bundle hosted here is hybrid: leave them out."
+    elif set(hosted) - set(learning):
+        names = [language.value for language in hosted if language in learning]
+        examples["description"] += f" The hybrid bundles hosted here: {', '.join(names)}."
+        quote["anyOf"] = [{"properties": {"examples": {"maxItems": 0}}}, {"properties": {"lang": {"enum": names}}}]
+
+
+def describe_hosting(
+    document: dict[str, Any], hosted: Collection[Language], learning: Collection[Language]
+) -> dict[str, Any]:
+    """The document (FastAPI's, changed in place) narrowed to a server hosting these languages, of which those
+    in `learning` (hybrid bundles) learn from the usage examples a quote is added with."""
     schemas = document["components"]["schemas"]
     schemas["Language"]["enum"] = [language.value for language in hosted]
+    _limit_examples(schemas["QuoteIn"], hosted, learning)
     if len(hosted) < 2:
         return document
     _require_lang(schemas["QuoteIn"], "The language of the quote set; several are hosted.")

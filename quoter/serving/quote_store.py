@@ -3,12 +3,17 @@ fsynced line whatever the size of the set, and every state on disk is the one be
 after it:
 
     quote_index/snapshot.jsonl      a header {"format", "version", "generation", "next_id", "dim"}, then
-                                    {"id", "quote", "source"[, "gloss"], "vector"} per quote (the vector in
-                                    base64, little-endian float32); only ever replaced whole, by a rename
+                                    {"id", "quote", "source"[, "gloss"], "vector"[, "examples"]} per quote
+                                    (the vector in base64, little-endian float32; "examples": the usage
+                                    examples it was added with, [{"left", "right", "vector"}, ...], each with
+                                    its context vector); only ever replaced whole, by a rename
     quote_index/changes.G.jsonl     the changes since snapshot G, one line each: an added quote as above, or
                                     {"removed": id}; a change is acknowledged only once its line is fsynced
     quote_index/lock                locked (flock) by the one process that changes the set
     quote_index/origin.json         which base set the changes were made to: {"quotes", "encoder", "digest"}
+
+A quote's usage examples are part of its line, so an add is saved whole or not at all. They are optional in
+every line, so a set saved before quotes had examples reads as it is (and the version stays 1).
 
 Without a snapshot the set starts from the bundle's own quotes (ids = line numbers) as generation 0.
 Opening replays the log over the snapshot; a last line cut short by a crash was never acknowledged and is
@@ -37,7 +42,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -47,6 +52,7 @@ import numpy as np
 from quoter.atomic_files import fsync_path, write_json_atomic
 from quoter.errors import InputError, QuoterError
 from quoter.quote_record import QuoteRecord
+from quoter.ranking import Query
 from quoter.text_lines import json_object
 
 STORE_FORMAT = "quoter-quote-set"
@@ -66,13 +72,24 @@ class ChangeNotSavedError(QuoterError):
     not made."""
 
 
+@dataclass(frozen=True)
+class UsageExamples:
+    """The usage examples a quote was added with: the contexts it stands in (left and right of the gap it
+    fills) and their context vectors (row i: contexts[i])."""
+
+    contexts: tuple[Query, ...]
+    vectors: np.ndarray
+
+
 @dataclass
 class StoredQuotes:
-    """A quote set: records by id, their vectors (row i belongs to the i-th record) and the next free id."""
+    """A quote set: records by id, their vectors (row i belongs to the i-th record), the next free id, and
+    the usage examples of the quotes added with some, by id."""
 
     records: dict[int, QuoteRecord]
     vectors: np.ndarray
     next_id: int
+    examples: dict[int, UsageExamples] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -118,10 +135,23 @@ def log_name(generation: int) -> str:
     return f"changes.{generation}.jsonl"
 
 
-def quote_line(quote_id: int, record: QuoteRecord, vector: np.ndarray) -> bytes:
-    """One quote of a saved set as a JSON line: {"id", "quote", "source"[, "gloss"], "vector"}."""
-    encoded = base64.b64encode(np.ascontiguousarray(vector, dtype=VECTOR_TYPE).tobytes()).decode("ascii")
-    item = {"id": quote_id, **record.to_json(), "vector": encoded}
+def _vector_text(vector: np.ndarray) -> str:
+    return base64.b64encode(np.ascontiguousarray(vector, dtype=VECTOR_TYPE).tobytes()).decode("ascii")
+
+
+def _text_vector(text: Any) -> np.ndarray:
+    """`_vector_text`'s output read back; a ValueError or TypeError when it is none."""
+    return np.frombuffer(base64.b64decode(text, validate=True), dtype=VECTOR_TYPE)
+
+
+def quote_line(quote_id: int, record: QuoteRecord, vector: np.ndarray, examples: UsageExamples | None = None) -> bytes:
+    """One quote of a saved set as a JSON line: {"id", "quote", "source"[, "gloss"], "vector"[, "examples"]}."""
+    item: dict[str, Any] = {"id": quote_id, **record.to_json(), "vector": _vector_text(vector)}
+    if examples is not None:
+        item["examples"] = [
+            {"left": context.left, "right": context.right, "vector": _vector_text(row)}
+            for context, row in zip(examples.contexts, examples.vectors)
+        ]
     return (json.dumps(item, ensure_ascii=False) + "\n").encode("utf-8")
 
 
@@ -131,12 +161,29 @@ def parse_quote_line(item: Any, path: Path, line: int, alternative: str = "") ->
     try:
         quote_id = item["id"]
         record = QuoteRecord.from_json(item)
-        vector = np.frombuffer(base64.b64decode(item["vector"], validate=True), dtype=VECTOR_TYPE)
+        vector = _text_vector(item["vector"])
     except (KeyError, TypeError, ValueError):
         raise InputError('expected {"id", "quote", "source", "vector"}' + alternative, path=path, line=line) from None
     if not isinstance(quote_id, int):
         raise InputError(f"the id {quote_id!r} is not an integer", path=path, line=line)
     return quote_id, record, vector
+
+
+def parse_examples(item: dict[str, Any], dim: int, path: Path, line: int) -> UsageExamples | None:
+    """The usage examples of `quote_line`'s JSON (None when it has none); anything else, or a vector not of
+    size `dim`, is an InputError at path:line."""
+    if "examples" not in item:
+        return None
+    expected = 'expected "examples": [{"left", "right", "vector"}, ...]'
+    try:
+        contexts = tuple(Query(example["left"], example["right"]) for example in item["examples"])
+        rows = [_text_vector(example["vector"]) for example in item["examples"]]
+    except (KeyError, TypeError, ValueError):
+        raise InputError(expected, path=path, line=line) from None
+    texts = [text for context in contexts for text in (context.left, context.right)]
+    if not contexts or not all(isinstance(text, str) for text in texts) or any(len(row) != dim for row in rows):
+        raise InputError(f"{expected}, at least one, with strings and vectors of size {dim}", path=path, line=line)
+    return UsageExamples(contexts, np.stack(rows).astype(np.float32))
 
 
 class _Replay:
@@ -146,6 +193,7 @@ class _Replay:
         self.dim = base.vectors.shape[1]
         self.records = dict(base.records)
         self.vectors = dict(zip(base.records, base.vectors))
+        self.examples = dict(base.examples)
         self.next_id = base.next_id
 
     def apply(self, item: Any, path: Path, line: int) -> None:
@@ -154,19 +202,23 @@ class _Replay:
             if self.records.pop(item["removed"], None) is None:
                 raise InputError(f"removes quote {item['removed']}, which is not in the set", path=path, line=line)
             del self.vectors[item["removed"]]
+            self.examples.pop(item["removed"], None)
             return
         quote_id, record, vector = parse_quote_line(item, path, line, ' or {"removed": id}')
         if quote_id in self.records or len(vector) != self.dim:
             message = f"quote {quote_id}: a repeated id, or a vector not of size {self.dim}"
             raise InputError(message, path=path, line=line)
+        examples = parse_examples(item, self.dim, path, line)
         self.records[quote_id] = record
         self.vectors[quote_id] = vector
+        if examples is not None:
+            self.examples[quote_id] = examples
         self.next_id = max(self.next_id, quote_id + 1)
 
     def result(self) -> StoredQuotes:
         rows = [self.vectors[quote_id] for quote_id in self.records]
         vectors = np.stack(rows).astype(np.float32) if rows else np.zeros((0, self.dim), np.float32)
-        return StoredQuotes(self.records, vectors, self.next_id)
+        return StoredQuotes(self.records, vectors, self.next_id, self.examples)
 
 
 def _complete_lines(path: Path) -> Iterator[tuple[int, bytes, int]]:
@@ -284,9 +336,12 @@ class QuoteStore:
                 os.close(lock_fd)
         return cls(folder, generation, log_size, origin), quotes
 
-    def add(self, quote_id: int, record: QuoteRecord, vector: np.ndarray) -> None:
-        """Save an added quote; once this returns, it survives a crash."""
-        self._append(quote_line(quote_id, record, vector))
+    def add(
+        self, quote_id: int, record: QuoteRecord, vector: np.ndarray, examples: UsageExamples | None = None
+    ) -> None:
+        """Save an added quote with the usage examples it was added with, in one line; once this returns, it
+        survives a crash, whole."""
+        self._append(quote_line(quote_id, record, vector, examples))
 
     def remove(self, quote_id: int) -> None:
         """Save a removal; once this returns, it survives a crash."""
@@ -411,7 +466,7 @@ def _compact(folder: Path, quotes: StoredQuotes, generation: int) -> int:
     with temporary.open("wb") as handle:
         handle.write((json.dumps(header) + "\n").encode("utf-8"))
         for (quote_id, record), vector in zip(quotes.records.items(), quotes.vectors):
-            handle.write(quote_line(quote_id, record, vector))
+            handle.write(quote_line(quote_id, record, vector, quotes.examples.get(quote_id)))
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, folder / SNAPSHOT_FILE)

@@ -2,7 +2,9 @@
 
 The probability of a quote is the softmax of its score over the FULL quote set (the paper's Eq. 4 and
 Table 3), whatever k is. A hybrid bundle ranks by its fused score instead (see live_fusion.py); the
-probability stays that of the dense score. Concurrent requests share context-encoder calls through a MicroBatcher.
+probability stays that of the dense score, and a quote added to it may come with usage examples, which its
+context runtime encodes as it encodes queries. Concurrent requests share context-encoder calls through a
+MicroBatcher.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from quoter.bundle import Bundle
+from quoter.encoders.ranker import ContextVectors
 from quoter.errors import QuoterError
 from quoter.languages import Language
 from quoter.quote_set import QuoteSet
@@ -20,7 +23,7 @@ from quoter.ranking import Query
 from quoter.serving.context_runtime import ChosenRuntime, choose_runtime
 from quoter.serving.index_config import IndexConfig
 from quoter.serving.live_fusion import LiveFusion
-from quoter.serving.live_quotes import LiveQuotes, ScoredQuote
+from quoter.serving.live_quotes import LiveQuotes, ScoredQuote, UsageLearning
 from quoter.serving.micro_batching import BatchingConfig, MicroBatcher
 from quoter.serving.runtime_config import ContextRuntime
 
@@ -56,6 +59,13 @@ def context_runtime(bundle: Bundle, config: RecommenderConfig, folder: Path | No
     return ChosenRuntime("torch-int8", quantize_dynamic_int8(bundle.context_encoder))
 
 
+def usage_learning(bundle: Bundle, context: ContextVectors, config: RecommenderConfig) -> UsageLearning:
+    """How quotes added to a hybrid bundle's set learn from their usage examples: encoded by `context`, the
+    runtime that encodes queries (knn compares them with queries), with the pull the bundle's own quotes got
+    (0 for a bundle that learned none: a trained one)."""
+    return UsageLearning(context, float(bundle.info.get("usage_pull", 0.0)), config.encode_batch)
+
+
 class Recommender:
     """Recommends quotes of one bundle's (live) quote set."""
 
@@ -75,7 +85,8 @@ class Recommender:
         self.info = bundle.info
         self.runtime = context_runtime(bundle, config, folder)
         self.context_encoder = self.runtime.encoder
-        self.quotes = LiveQuotes.from_bundle(bundle, config.index, state or folder, quotes)
+        usage = None if bundle.fusion is None else usage_learning(bundle, self.context_encoder, config)
+        self.quotes = LiveQuotes.from_bundle(bundle, config.index, state or folder, quotes, usage)
         self.fusion = None if bundle.fusion is None else LiveFusion(bundle)
         self._batcher: MicroBatcher[tuple[Query, int], list[ScoredQuote]] = MicroBatcher(
             self._recommend_items, config.batching, self._most_tokens

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, Strict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 from quoter.languages import Language
 from quoter.quote_record import VISIBLE_TEXT_PATTERN
@@ -20,6 +20,9 @@ MAX_QUOTE_CHARS = 1000
 MAX_SOURCE_CHARS = 500
 MAX_PAGE = 100
 MAX_SEARCH_CHARS = 200
+# Usage examples an added quote may come with: enough to place a quote (the built-in bank has about three a
+# quote), and one add stays one encoder call of at most this many contexts.
+MAX_EXAMPLES = 20
 
 
 def _whole_number(value: Any) -> Any:
@@ -86,6 +89,27 @@ class RecommendBatchResponse(BaseModel):
     responses: list[RecommendResponse]
 
 
+class UsageExample(BaseModel):
+    """A context in which the quote is used: it stands in the gap between left and right."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["left"], "properties": {"left": {"pattern": VISIBLE_TEXT_PATTERN}}},
+                {"required": ["right"], "properties": {"right": {"pattern": VISIBLE_TEXT_PATTERN}}},
+            ]
+        }
+    )
+
+    left: Text = Field(
+        "",
+        max_length=MAX_CONTEXT_CHARS,
+        description="Text before the quote. Left or right must show something: a letter, number, punctuation mark "
+        "or symbol.",
+    )
+    right: Text = Field("", max_length=MAX_CONTEXT_CHARS, description="Text after the quote.")
+
+
 class QuoteIn(BaseModel):
     """A quote to list."""
 
@@ -101,6 +125,13 @@ class QuoteIn(BaseModel):
         "", max_length=MAX_SOURCE_CHARS, description="What the quote means; read with it when the bundle reads glosses."
     )
     lang: Language | None = Field(None, description="Required when several bundles are hosted.")
+    examples: list[UsageExample] = Field(
+        default_factory=list,
+        max_length=MAX_EXAMPLES,
+        description="Contexts in which the quote is used, which a hybrid bundle learns from as it learned from "
+        "its own quotes' usage examples: CRM and knn know the quote by them, and its vector is pulled towards "
+        "them. A bundle that is not hybrid refuses them.",
+    )
 
 
 class QuoteChange(QuoteOut):
@@ -111,6 +142,15 @@ class QuoteChange(QuoteOut):
     created: bool = False
 
 
+class ListedQuote(QuoteOut):
+    """A listed quote and how many usage examples it was added with."""
+
+    examples: int = Field(
+        description="How many usage examples it was added with (POST /quotes); 0 for the bundle's own quotes, "
+        "whose usage examples are part of the bundle."
+    )
+
+
 class QuotePage(BaseModel):
     """A page of the listed quotes that match the search."""
 
@@ -118,7 +158,7 @@ class QuotePage(BaseModel):
     total: int = Field(description="How many quotes match.")
     offset: int
     limit: int
-    quotes: list[QuoteOut]
+    quotes: list[ListedQuote]
 
 
 class BundleHealth(BaseModel):
