@@ -13,11 +13,14 @@ Encoding the examples takes about a minute on two cores, so what is learned is c
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 
 import numpy as np
+import torch
 
 from quoter.bundle import Bundle
 from quoter.datasets import Sample
@@ -28,7 +31,6 @@ from quoter.encoders.model_sources import default_model
 from quoter.encoders.neighbor_ranker import unit_rows
 from quoter.fusion import WEIGHT_GRID, Fusion, FusionRule, HybridRanker, best_weights, normalized
 from quoter.languages import Language
-from quoter.progress import progress_bar
 from quoter.quote_bank import load_quote_bank
 from quoter.quote_bank.usage import BankUsage, bank_usage
 from quoter.quote_record import QuoteRecord
@@ -47,8 +49,9 @@ FOLDS = 3
 # (128 tokens), zh-classical 0.324 / 89% against 0.288 / 81% (32 tokens: 0.311, 96: 0.299); it also halves the
 # time of encoding the real examples, whose contexts are 40 words or 50 characters a side.
 CONTEXT_TOKENS = 64
-# How far quote vectors may move towards their examples' contexts (usage_vectors); cross-fitted.
-PULL_GRID = (0.0, 0.5, 1.0, 2.0)
+# How far quote vectors may move towards their examples' contexts (usage_vectors); cross-fitted. 2.0 was tried
+# too and never chosen for any bank; each value costs a search over WEIGHT_GRID at the first start.
+PULL_GRID = (0.0, 0.5, 1.0)
 
 
 def default_bundles(
@@ -93,9 +96,10 @@ def learned_bundle(
     path = cache_path(base, quotes, examples, usage.fit_real, recipe())
     learned = read_learned(path)
     if learned is None or len(learned.quote_vectors) != len(quotes):
-        vectors = encode_quote_set(base.quote_encoder, quotes, batch_size=batch_size).vectors
-        bundle = replace(base, quotes=list(quotes), quote_vectors=vectors)
-        learned = learn_usage(bundle, examples, usage.fit_real, batch_size)
+        with every_core():
+            vectors = encode_quote_set(base.quote_encoder, quotes, batch_size=batch_size).vectors
+            bundle = replace(base, quotes=list(quotes), quote_vectors=vectors)
+            learned = learn_usage(bundle, examples, usage.fit_real, batch_size)
         try:
             write_learned(path, learned)
         except OSError as error:
@@ -109,6 +113,18 @@ def learned_bundle(
         known_contexts=list(examples),
         known_vectors=learned.example_vectors,
     )
+
+
+@contextmanager
+def every_core() -> Iterator[None]:
+    """torch on every core for the while: learning runs once, before a server answers anything, and the
+    server's own thread count (half the cores) would make the first start nearly twice as long."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(os.cpu_count() or before)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def recipe(rule: FusionRule = FusionRule.ZSCORE) -> str:
@@ -134,14 +150,8 @@ def learn_usage(
 def encoded_examples(bundle: Bundle, examples: Sequence[Sample], batch_size: int) -> np.ndarray:
     """The examples' context vectors, with a progress bar on a terminal."""
     queries = [Query(sample.left, sample.right) for sample in examples]
-    parts = [np.zeros((0, bundle.context_encoder.model.config.hidden_size), dtype=np.float32)]
-    step = 4 * batch_size
-    desc = f"{bundle.language.value}: learning from usage examples (once; cached)"
-    with progress_bar(total=len(queries), desc=desc, unit="example") as progress:
-        for start in range(0, len(queries), step):
-            parts.append(bundle.context_encoder.encode(queries[start : start + step], batch_size))
-            progress.update(len(parts[-1]))
-    return np.concatenate(parts)
+    label = f"{bundle.language.value}: learning from usage examples (once; cached)"
+    return bundle.context_encoder.encode(queries, batch_size, progress_label=label)
 
 
 def usage_vectors(

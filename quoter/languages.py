@@ -15,6 +15,8 @@ class Language(str, Enum):
     ZH_CLASSICAL = "zh-classical"
 
 
+# The two Chinese languages, modern first: what most writers write.
+CHINESE = (Language.ZH, Language.ZH_CLASSICAL)
 # The language of each official QuoteR part.
 PART_LANGUAGES = {"english": Language.EN, "modern_chinese": Language.ZH, "ancient_chinese": Language.ZH_CLASSICAL}
 

@@ -32,6 +32,11 @@ ALLOWED_HOST_HELP = (
 )
 
 
+def to_stderr(line: str) -> None:
+    """Tell the operator `line` on stderr, where the commands' notes go (stdout may be the output)."""
+    typer.echo(line, err=True)
+
+
 def language_paths_option(flag: str, metavar: str, help: str) -> Any:
     """A repeatable LANG=PATH option of `quoter serve` (see hosting.parse_language_spec)."""
     return Annotated[Optional[list[str]], typer.Option(flag, metavar=metavar, help=help)]
@@ -173,14 +178,16 @@ def serve_command(
     recommender_config = settings.recommender_config(settings.batching)
     set_threads(settings.threads)
     if bundle:
-        recommenders = load_hosted(
-            bundle, quotes or [], recommender_config, state, lambda line: typer.echo(line, err=True)
-        )
+        recommenders = load_hosted(bundle, quotes or [], recommender_config, state, to_stderr)
     else:
         languages = list(dict.fromkeys(lang or list(Language)))
         names = ", ".join(language.value for language in languages)
-        typer.echo(f"no --bundle given: building zero-shot bundles for {names}", err=True)
-        recommenders = default_recommenders(languages, recommender_config, state)
+        typer.echo(
+            f"no --bundle given: the built-in default for {names}, learning from the bank's usage examples "
+            "(the first start takes a few minutes; what is learned is cached)",
+            err=True,
+        )
+        recommenders = default_recommenders(languages, recommender_config, state, to_stderr)
         saved_in = state or default_state_folder()
         typer.echo(f"quotes added or removed are saved in {saved_in}/LANG (--state DIR to change)", err=True)
         if not all(can_save_changes(saved_in / language.value) for language in languages):
@@ -254,7 +261,7 @@ def batch_command(
     recommender_config = settings.recommender_config()
     # Quotes a server added to or removed from the served set count here too.
     if bundle is None:
-        recommender = default_recommenders([lang], recommender_config, state)[0]
+        recommender = default_recommenders([lang], recommender_config, state, to_stderr)[0]
     else:
         recommender = hosted_recommender(bundle, recommender_config, quotes, state)
     typer.echo(f"context encoder runtime: {recommender.runtime.describe()}", err=True)

@@ -146,11 +146,14 @@ class ContextEncoder(nn.Module):
         ).last_hidden_state
         return self.config.pooling.pool(hidden, batch.attention_mask, batch.positions)
 
-    def encode(self, queries: Sequence[Query], batch_size: int = ENCODE_BATCH) -> np.ndarray:
-        """Context vectors as a float32 array (len(queries), hidden), computed without gradients."""
+    def encode(
+        self, queries: Sequence[Query], batch_size: int = ENCODE_BATCH, progress_label: str | None = None
+    ) -> np.ndarray:
+        """Context vectors as a float32 array (len(queries), hidden), computed without gradients; with a
+        `progress_label`, a progress bar counts them on a terminal."""
         rows = self.rows(queries) if queries else []
         dim = self.model.config.hidden_size
-        return encode_rows(self, rows, lambda row: len(row.input_ids), self.collate, batch_size, dim)
+        return encode_rows(self, rows, lambda row: len(row.input_ids), self.collate, batch_size, dim, progress_label)
 
     def save(self, folder: Path) -> None:
         """Save model, tokenizer and settings; replaces `folder` atomically."""

@@ -107,9 +107,14 @@ def load_hosted(
 
 
 def default_recommenders(
-    languages: Sequence[Language], config: RecommenderConfig, state: Path | None = None
+    languages: Sequence[Language],
+    config: RecommenderConfig,
+    state: Path | None = None,
+    warn: Callable[[str], None] = print,
 ) -> list[Recommender]:
     """Recommenders over the built-in default of each language, whose live changes are read from and saved to
-    `state/LANG/` (None: default_state_folder())."""
+    `state/LANG/` (None: default_state_folder()); `warn` is told when what the defaults learned cannot be
+    cached."""
     root = default_state_folder() if state is None else state
-    return [Recommender(b, config, state=root / b.language.value) for b in default_bundles(languages)]
+    bundles = default_bundles(languages, warn=warn)
+    return [Recommender(b, config, state=root / b.language.value) for b in bundles]

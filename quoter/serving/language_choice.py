@@ -10,9 +10,7 @@ import re
 from collections.abc import Collection, Sequence
 
 from quoter.errors import QuoterError
-from quoter.languages import HAN, LATIN, Language
-
-CHINESE = (Language.ZH, Language.ZH_CLASSICAL)
+from quoter.languages import CHINESE, HAN, LATIN, Language
 
 
 class LanguageChoiceError(QuoterError):
