@@ -24,8 +24,8 @@ import faiss
 import numpy as np
 import torch
 
-from quoter.serving.index_config import IndexConfig, IndexKind
-from quoter.serving.quote_index import QuoteIndex
+from quoter.serving.live.index_config import IndexConfig, IndexKind
+from quoter.serving.live.quote_index import QuoteIndex
 from quoter.tables import markdown_table
 
 DIM = 384  # the offline models' hidden size

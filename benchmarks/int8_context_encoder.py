@@ -35,12 +35,12 @@ import torch
 
 from quoter.bundle import Bundle
 from quoter.default_bundles import DEFAULT_GLOSS
+from quoter.encoders.backend.context_runtime import batch_deviation, check_set, measure_quality, mixed_calls
+from quoter.encoders.backend.onnx_context_encoder import OnnxContextEncoder
+from quoter.encoders.backend.onnx_export import export_onnx, quantize_onnx_int8
 from quoter.encoders.model_sources import default_model
-from quoter.encoders.onnx_context_encoder import OnnxContextEncoder
-from quoter.encoders.onnx_export import export_onnx, quantize_onnx_int8
 from quoter.languages import Language
 from quoter.ranking import Query
-from quoter.serving.context_runtime import batch_deviation, check_set, measure_quality, mixed_calls
 from quoter.tables import markdown_table
 
 BATCHES = (8, 16)

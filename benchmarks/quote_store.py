@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from quoter.quote_record import QuoteRecord
-from quoter.serving.index_config import IndexConfig
-from quoter.serving.live_quotes import LiveQuotes
-from quoter.serving.quote_store import StoredQuotes
+from quoter.serving.live.index_config import IndexConfig
+from quoter.serving.live.live_quotes import LiveQuotes
+from quoter.serving.live.quote_store import StoredQuotes
 from quoter.tables import markdown_table
 
 

@@ -36,7 +36,7 @@ import aiohttp
 import numpy as np
 
 from benchmarks.serve_latency import CONTEXTS, MODEL, free_port, start_server, synthetic_bundle
-from quoter.serving.schemas import MAX_BATCH, MAX_CONTEXT_CHARS
+from quoter.serving.http.schemas import MAX_BATCH, MAX_CONTEXT_CHARS
 from quoter.tables import markdown_table
 
 BIG_BATCH_CLIENTS = 4

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 from quoter.baselines import BM25Ranker, CRMRanker, LexicalConfig
 from quoter.baselines.crm import Aggregate
 from quoter.datasets import QuoteDataset
+from quoter.encoders.backend.runtime_config import ContextRuntime
 from quoter.encoders.configs import ENCODE_BATCH
 from quoter.encoders.pooling import GapMarker, PoolingChoice
 from quoter.errors import InputError, QuoterError
 from quoter.fusion import FusionRule
 from quoter.languages import Language
 from quoter.ranking import Ranker
-from quoter.serving.runtime_config import ContextRuntime
 
 if TYPE_CHECKING:
     from quoter.bundle import Bundle
@@ -96,7 +96,7 @@ def _bundle(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
 
 def _runtime(bundle: Bundle, options: MethodOptions, folder: Path | None = None) -> tuple[str, ContextVectors]:
     """What runs the bundle's context encoder, as options.runtime asks (ONNX graphs cached in `folder`)."""
-    from quoter.serving.context_runtime import choose_runtime
+    from quoter.encoders.backend.context_runtime import choose_runtime
 
     chosen = choose_runtime(bundle, options.runtime, folder)
     return chosen.describe(), chosen.encoder

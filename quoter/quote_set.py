@@ -10,10 +10,12 @@ The file is JSON lines, a header then one quote a line, the quote lines as in th
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -22,11 +24,11 @@ from quoter.encoders.configs import ENCODE_BATCH
 from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.errors import InputError
 from quoter.quote_record import QuoteRecord
-from quoter.serving.quote_store import StoredQuotes, parse_quote_line, quote_line
 from quoter.text_lines import decoded_lines, json_object
 
 QUOTE_SET_FORMAT = "quoter-quotes"
 QUOTE_SET_VERSION = 1
+VECTOR_TYPE = np.dtype("<f4")
 
 
 @dataclass(frozen=True)
@@ -43,10 +45,6 @@ class QuoteSet:
         if not len(self.ids) == len(self.records) == self.vectors.shape[0]:
             raise ValueError(f"{len(self.ids)} ids, {len(self.records)} quotes, {self.vectors.shape[0]} vectors")
 
-    def stored(self) -> StoredQuotes:
-        """The set as the server's live quotes start from it."""
-        return StoredQuotes(dict(zip(self.ids, self.records)), self.vectors, max(self.ids, default=-1) + 1)
-
     def check_encoder(self, encoder: QuoteEncoder, path: Path) -> None:
         """Refuse vectors another quote encoder made: they would be compared with the wrong contexts."""
         if self.encoder is None or self.encoder != encoder.identity:
@@ -55,6 +53,35 @@ class QuoteSet:
                 "`quoter encode --bundle BUNDLE`",
                 path=path,
             )
+
+
+def vector_text(vector: np.ndarray) -> str:
+    """A vector as base64 of little-endian float32."""
+    return base64.b64encode(np.ascontiguousarray(vector, dtype=VECTOR_TYPE).tobytes()).decode("ascii")
+
+
+def text_vector(text: Any) -> np.ndarray:
+    """`vector_text`'s output read back; a ValueError or TypeError when it is none."""
+    return np.frombuffer(base64.b64decode(text, validate=True), dtype=VECTOR_TYPE)
+
+
+def quote_item(quote_id: int, record: QuoteRecord, vector: np.ndarray) -> dict[str, Any]:
+    """One quote of a saved set as JSON: {"id", "quote", "source"[, "gloss"], "vector"}."""
+    return {"id": quote_id, **record.to_json(), "vector": vector_text(vector)}
+
+
+def parse_quote_item(item: Any, path: Path, line: int, alternative: str = "") -> tuple[int, QuoteRecord, np.ndarray]:
+    """Read `quote_item`'s JSON; anything else is an InputError at path:line (`alternative` adds what else
+    the line may be)."""
+    try:
+        quote_id = item["id"]
+        record = QuoteRecord.from_json(item)
+        vector = text_vector(item["vector"])
+    except (KeyError, TypeError, ValueError):
+        raise InputError('expected {"id", "quote", "source", "vector"}' + alternative, path=path, line=line) from None
+    if not isinstance(quote_id, int):
+        raise InputError(f"the id {quote_id!r} is not an integer", path=path, line=line)
+    return quote_id, record, vector
 
 
 def encode_quote_set(
@@ -90,7 +117,8 @@ def write_quote_set(path: Path, quotes: QuoteSet) -> None:
         "next_id": max(quotes.ids, default=-1) + 1,
     }
     lines = [(json.dumps(header) + "\n").encode("utf-8")]
-    lines += [quote_line(i, record, vector) for i, record, vector in zip(quotes.ids, quotes.records, quotes.vectors)]
+    items = (quote_item(i, record, vector) for i, record, vector in zip(quotes.ids, quotes.records, quotes.vectors))
+    lines += [(json.dumps(item, ensure_ascii=False) + "\n").encode("utf-8") for item in items]
     write_bytes_atomic(path, b"".join(lines))
 
 
@@ -110,7 +138,7 @@ def read_quote_set(path: Path) -> QuoteSet:
     ids, records, vectors = [], [], []
     for number, text in lines:
         item = json_object(text, path, number, 'a quote {"id", "quote", "source", "vector"}')
-        quote_id, record, vector = parse_quote_line(item, path, number)
+        quote_id, record, vector = parse_quote_item(item, path, number)
         if len(vector) != dim:
             raise InputError(f"quote {quote_id}: a vector not of size {dim}", path=path, line=number)
         ids.append(quote_id)

@@ -8,11 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from quoter.encoders.onnx_context_encoder import OnnxContextEncoder
-from quoter.encoders.onnx_export import export_onnx, quantize_onnx_int8
-from quoter.languages import Language
-from quoter.ranking import Query
-from quoter.serving.context_runtime import (
+from quoter.encoders.backend.context_runtime import (
     QUALITY_FILE,
     batch_deviation,
     check_set,
@@ -20,8 +16,12 @@ from quoter.serving.context_runtime import (
     exported_graphs,
     mixed_calls,
 )
+from quoter.encoders.backend.onnx_context_encoder import OnnxContextEncoder
+from quoter.encoders.backend.onnx_export import export_onnx, quantize_onnx_int8
+from quoter.encoders.backend.runtime_config import MAX_BATCH_DEVIATION, ContextRuntime
+from quoter.languages import Language
+from quoter.ranking import Query
 from quoter.serving.recommender import RecommenderConfig, context_runtime
-from quoter.serving.runtime_config import MAX_BATCH_DEVIATION, ContextRuntime
 from tests.quantization_fixtures import loud_weights
 from tests.serving_fixtures import tiny_bundle
 

@@ -16,10 +16,10 @@ from quoter.datasets import Sample
 from quoter.fusion import Fusion
 from quoter.languages import Language
 from quoter.ranking import Query
-from quoter.serving.app import create_app
 from quoter.serving.chinese_merge import merge_banks, standing
-from quoter.serving.language_choice import choose_hosted_banks
-from quoter.serving.live_quotes import ScoredQuote
+from quoter.serving.http.app import create_app
+from quoter.serving.http.language_choice import choose_hosted_banks
+from quoter.serving.live.live_quotes import ScoredQuote
 from quoter.serving.recommender import Recommender
 from tests.serving_fixtures import LOOPBACK_URL, tiny_bundle
 

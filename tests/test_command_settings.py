@@ -15,15 +15,15 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 import quoter.cli.serve_commands as serve_commands
-import quoter.serving.app as serving_app
+import quoter.serving.http.app as serving_app
 from quoter.cli import app, main
+from quoter.encoders.backend.runtime_config import ContextRuntime
 from quoter.errors import QuoterError
 from quoter.evaluation.settings import EvaluateSettings
 from quoter.languages import Language
-from quoter.serving.index_config import IndexConfig
+from quoter.serving.http.server_limits import ServerLimits
+from quoter.serving.live.index_config import IndexConfig
 from quoter.serving.micro_batching import BatchingConfig
-from quoter.serving.runtime_config import ContextRuntime
-from quoter.serving.server_limits import ServerLimits
 from quoter.serving.settings import ServeSettings
 from quoter.settings import load_settings
 from tests.serving_fixtures import tiny_bundle

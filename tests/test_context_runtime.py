@@ -11,15 +11,7 @@ import torch
 from typer.testing import CliRunner
 
 from quoter.cli import app
-from quoter.encoders.configs import ContextEncoderConfig
-from quoter.encoders.context_encoder import ContextEncoder
-from quoter.encoders.fingerprint import saved_tokenizer
-from quoter.encoders.onnx_context_encoder import OnnxContextEncoder
-from quoter.encoders.onnx_export import export_onnx, quantize_onnx_int8
-from quoter.encoders.pooling import GapMarker, Pooling, PoolingMode
-from quoter.languages import Language
-from quoter.ranking import Query
-from quoter.serving.context_runtime import (
+from quoter.encoders.backend.context_runtime import (
     GRAPH_FILES,
     QUALITY_FILE,
     check_set,
@@ -27,8 +19,16 @@ from quoter.serving.context_runtime import (
     content_key,
     exported_graphs,
 )
+from quoter.encoders.backend.onnx_context_encoder import OnnxContextEncoder
+from quoter.encoders.backend.onnx_export import export_onnx, quantize_onnx_int8
+from quoter.encoders.backend.runtime_config import ContextRuntime
+from quoter.encoders.configs import ContextEncoderConfig
+from quoter.encoders.context_encoder import ContextEncoder
+from quoter.encoders.fingerprint import saved_tokenizer
+from quoter.encoders.pooling import GapMarker, Pooling, PoolingMode
+from quoter.languages import Language
+from quoter.ranking import Query
 from quoter.serving.recommender import Recommender, RecommenderConfig
-from quoter.serving.runtime_config import ContextRuntime
 from tests.encoder_fixtures import tiny_model, tiny_tokenizer
 from tests.quantization_fixtures import loud_weights
 from tests.serving_fixtures import tiny_bundle

@@ -23,7 +23,7 @@ from playwright.async_api import Page, Request, Route, async_playwright
 from quoter.languages import Language
 from quoter.quote_record import QuoteRecord
 from quoter.quote_set import encode_quote_set
-from quoter.serving.app import create_app
+from quoter.serving.http.app import create_app
 from quoter.serving.recommender import Recommender
 from tests.serving_fixtures import tiny_bundle
 

@@ -10,9 +10,9 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 from quoter.languages import Language
-from quoter.serving.app import AppConfig, create_app
+from quoter.serving.http.app import AppConfig, create_app
+from quoter.serving.http.server_limits import ServerLimits
 from quoter.serving.recommender import Recommender
-from quoter.serving.server_limits import ServerLimits
 from tests.serving_fixtures import tiny_bundle
 
 KEY = "conformance-key"

@@ -5,6 +5,8 @@ import sys
 
 from typer.testing import CliRunner
 
+from quoter.batch.contexts import BatchContext
+from quoter.batch.job import run_batch
 from quoter.cli import app
 from quoter.datasets.mining import BuildConfig, build_dataset
 from quoter.encoders import quote_encoder
@@ -13,7 +15,6 @@ from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.languages import Language
 from quoter.progress import progress_bar
 from quoter.ranking import Query
-from quoter.serving.batch_job import BatchContext, run_batch
 from quoter.serving.recommender import Recommender
 from tests.encoder_fixtures import tiny_model, tiny_tokenizer
 from tests.serving_fixtures import tiny_bundle

@@ -7,9 +7,9 @@ import pytest
 import torch
 from torch import nn
 
+from quoter.encoders.backend.quantization import quantize_dynamic_int8
 from quoter.encoders.configs import ContextEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
-from quoter.encoders.quantization import quantize_dynamic_int8
 from quoter.errors import QuoterError
 from quoter.metrics import rank_metrics, ranks_from_scores
 from quoter.ranking import Query

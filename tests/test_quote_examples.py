@@ -21,12 +21,12 @@ from quoter.fusion import Fusion
 from quoter.languages import Language
 from quoter.quote_set import encode_quote_set
 from quoter.ranking import Query
-from quoter.serving.app import AppConfig, create_app
-from quoter.serving.live_quotes import LIVE_FOLDER
-from quoter.serving.quote_store import SNAPSHOT_FILE, QuoteStore, StoredQuotes, UsageExamples, log_name
+from quoter.serving.http.app import AppConfig, create_app
+from quoter.serving.http.schemas import MAX_CONTEXT_CHARS, MAX_EXAMPLES
+from quoter.serving.http.server_limits import ServerLimits
+from quoter.serving.live.live_quotes import LIVE_FOLDER
+from quoter.serving.live.quote_store import SNAPSHOT_FILE, QuoteStore, StoredQuotes, UsageExamples, log_name
 from quoter.serving.recommender import Recommender
-from quoter.serving.schemas import MAX_CONTEXT_CHARS, MAX_EXAMPLES
-from quoter.serving.server_limits import ServerLimits
 from tests.serving_fixtures import LOOPBACK_URL, tiny_bundle
 
 KNOWN = [Sample("my pet", 0, "purred", 1), Sample("the farm animal", 1, "barked at me", 2)]

@@ -13,8 +13,8 @@ import pytest
 
 from quoter.errors import InputError, QuoterError
 from quoter.quote_record import QuoteRecord
-from quoter.serving.live_quotes import LIVE_FOLDER, LiveQuotes, QuoteConflictError
-from quoter.serving.quote_store import LOCK_FILE, SNAPSHOT_FILE, QuoteStore, StoredQuotes, log_name
+from quoter.serving.live.live_quotes import LIVE_FOLDER, LiveQuotes, QuoteConflictError
+from quoter.serving.live.quote_store import LOCK_FILE, SNAPSHOT_FILE, QuoteStore, StoredQuotes, log_name
 from tests.serving_fixtures import tiny_bundle
 
 DIM = 4
@@ -25,7 +25,7 @@ import os, signal, sys
 from pathlib import Path
 import numpy as np
 from quoter.quote_record import QuoteRecord
-from quoter.serving import quote_store
+from quoter.serving.live import quote_store
 from tests.test_quote_store import base_quotes
 
 folder, kill_at, changes = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
@@ -153,6 +153,6 @@ def test_refused_adds_save_nothing(tmp_path):
         live.add(QuoteRecord("the dog ran home", "Elsewhere"))
     assert live.add(QuoteRecord("the dog ran home", "Farm")) == (1, False)
     del live  # the process ends: its lock on the saved set goes
-    base = bundle.quote_set().stored()
+    base = StoredQuotes.of_set(bundle.quote_set())
     _, saved = QuoteStore.open(tmp_path / LIVE_FOLDER, base)
     assert saved.records == base.records and saved.next_id == base.next_id

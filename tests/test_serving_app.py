@@ -6,14 +6,14 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-import quoter.serving.app as app_module
+import quoter.serving.http.app as app_module
 from quoter.languages import Language
 from quoter.ranking import Query
-from quoter.serving.app import AppConfig, create_app
-from quoter.serving.language_choice import LanguageChoiceError, choose_hosted_banks
+from quoter.serving.http.app import AppConfig, create_app
+from quoter.serving.http.language_choice import LanguageChoiceError, choose_hosted_banks
+from quoter.serving.http.schemas import MAX_BATCH, MAX_CONTEXT_CHARS, MAX_K
 from quoter.serving.micro_batching import BatchingConfig
 from quoter.serving.recommender import Recommender, RecommenderConfig
-from quoter.serving.schemas import MAX_BATCH, MAX_CONTEXT_CHARS, MAX_K
 from tests.serving_fixtures import LOOPBACK_URL, QUOTES, tiny_bundle
 
 KEY = "s3cret"

@@ -9,13 +9,15 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
+from quoter.batch.contexts import read_contexts
+from quoter.batch.job import partial_path, run_batch
+from quoter.batch.resume import run_record_path
+from quoter.batch.settings import BatchConfig
 from quoter.bundle import Bundle
 from quoter.cli import app
 from quoter.errors import InputError
 from quoter.ranking import Query
 from quoter.serving import hosting
-from quoter.serving.batch_job import BatchConfig, partial_path, read_contexts, run_batch
-from quoter.serving.batch_resume import run_record_path
 from quoter.serving.recommender import Recommender
 from tests.serving_fixtures import tiny_bundle
 

@@ -11,9 +11,9 @@ import pytest
 from quoter.bundle import QuoteRecord
 from quoter.errors import QuoterError
 from quoter.ranking import Query
-from quoter.serving.index_config import IndexConfig, IndexKind
-from quoter.serving.live_quotes import LiveQuotes, UnknownQuoteError
-from quoter.serving.quote_index import QuoteIndex, ivf_clusters, recall_at_k
+from quoter.serving.live.index_config import IndexConfig, IndexKind
+from quoter.serving.live.live_quotes import LiveQuotes, UnknownQuoteError
+from quoter.serving.live.quote_index import QuoteIndex, ivf_clusters, recall_at_k
 from tests.serving_fixtures import tiny_bundle
 
 

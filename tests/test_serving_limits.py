@@ -13,10 +13,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from quoter.languages import Language
-from quoter.serving.app import AppConfig, create_app
+from quoter.serving.http.app import AppConfig, create_app
+from quoter.serving.http.schemas import MAX_BATCH, MAX_CONTEXT_CHARS, ErrorResponse
+from quoter.serving.http.server_limits import ServerLimits, hosts_for_address
 from quoter.serving.recommender import Recommender
-from quoter.serving.schemas import MAX_BATCH, MAX_CONTEXT_CHARS, ErrorResponse
-from quoter.serving.server_limits import ServerLimits, hosts_for_address
 from tests.serving_fixtures import LOOPBACK_URL, tiny_bundle
 
 JSON = {"Content-Type": "application/json"}

@@ -13,7 +13,7 @@ import uvicorn
 
 from quoter.errors import QuoterError
 from quoter.languages import Language
-from quoter.serving.server_limits import ServerLimits
+from quoter.serving.http.server_limits import ServerLimits
 from tests.serving_fixtures import tiny_bundle
 
 TIMEOUT_S = 1

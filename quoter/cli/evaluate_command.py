@@ -14,6 +14,7 @@ from quoter.baselines.crm import Aggregate
 from quoter.cli.options import QUOTE_SET_HELP, RUNTIME_HELP, CommandSettings, PartOption, SplitsOption
 from quoter.datasets import load_dataset
 from quoter.datasets.example_set import EXAMPLE_DATA
+from quoter.encoders.backend.runtime_config import ContextRuntime
 from quoter.encoders.model_sources import DEFAULT_MODELS, OFFLINE_MODELS, OFFLINE_PREFIX
 from quoter.encoders.pooling import GapMarker, PoolingChoice
 from quoter.encoders.ranker import EncoderRanker
@@ -24,7 +25,6 @@ from quoter.evaluation.settings import EvaluateSettings, Split
 from quoter.fusion import FusionRule, HybridRanker
 from quoter.languages import Language, choose_language
 from quoter.methods import METHODS, build_ranker
-from quoter.serving.runtime_config import ContextRuntime
 
 SETTINGS = CommandSettings(EvaluateSettings, "crm_aggregate=sum", "YAML settings of the evaluation.")
 ConfigOption, SetOption = SETTINGS.config_option, SETTINGS.set_option

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Generic, Optional
 
 import typer
 
-from quoter.serving.runtime_config import MAX_MRR_LOSS
+from quoter.encoders.backend.runtime_config import MAX_MRR_LOSS
 from quoter.settings import Settings, build, parse_assignments, read_settings
 
 SPLITS_HELP = (

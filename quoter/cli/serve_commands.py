@@ -8,13 +8,14 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from quoter.batch.settings import BatchSettings
 from quoter.cli.options import QUOTE_SET_HELP, RUNTIME_HELP, CommandSettings
+from quoter.encoders.backend.runtime_config import ContextRuntime
 from quoter.errors import InputError, QuoterError
 from quoter.languages import Language
-from quoter.serving.index_config import IndexKind
-from quoter.serving.runtime_config import ContextRuntime
-from quoter.serving.server_limits import is_loopback
-from quoter.serving.settings import BatchSettings, ServeSettings, complete_serve_settings
+from quoter.serving.http.server_limits import is_loopback
+from quoter.serving.live.index_config import IndexKind
+from quoter.serving.settings import ServeSettings, complete_serve_settings
 
 API_KEY_ENV = "QUOTER_API_KEY"
 API_KEY_FILE_ENV = "QUOTER_API_KEY_FILE"
@@ -166,14 +167,14 @@ def serve_command(
     key = read_api_key(api_key, api_key_file)
     import uvicorn
 
-    from quoter.serving.app import AppConfig, create_app
-    from quoter.serving.head_timeout import head_timeout_protocol
     from quoter.serving.hosting import (
         can_save_changes,
         default_recommenders,
         default_state_folder,
         load_hosted,
     )
+    from quoter.serving.http.app import AppConfig, create_app
+    from quoter.serving.http.head_timeout import head_timeout_protocol
 
     recommender_config = settings.recommender_config(settings.batching)
     set_threads(settings.threads)
@@ -250,7 +251,8 @@ def batch_command(
         raise QuoterError("--bundle and --lang exclude each other: give only one of them")
     if quotes is not None and bundle is None:
         raise QuoterError("--quotes needs the --bundle whose quote encoder made the quote set")
-    from quoter.serving.batch_job import check_batch_output, read_contexts, run_batch
+    from quoter.batch.contexts import read_contexts
+    from quoter.batch.job import check_batch_output, run_batch
 
     check_batch_output(output, input)
     contexts = read_contexts(input)

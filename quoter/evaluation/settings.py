@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from quoter.encoders.backend.runtime_config import ContextRuntime
 from quoter.errors import QuoterError
 from quoter.evaluation.evaluate import RANK_BATCH
 from quoter.languages import Language
 from quoter.methods import METHODS, MethodOptions
-from quoter.serving.runtime_config import ContextRuntime
 from quoter.settings import at_least
 
 

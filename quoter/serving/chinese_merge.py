@@ -20,7 +20,7 @@ import numpy as np
 
 from quoter.fusion import FusionRule, normalized
 from quoter.languages import Language
-from quoter.serving.live_quotes import ScoredQuote
+from quoter.serving.live.live_quotes import ScoredQuote
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from quoter.default_bundles import default_bundles
 from quoter.errors import InputError, QuoterError
 from quoter.languages import Language
 from quoter.quote_set import read_quote_set
-from quoter.serving.live_quotes import LIVE_FOLDER
+from quoter.serving.live.live_quotes import LIVE_FOLDER
 from quoter.serving.recommender import Recommender, RecommenderConfig
 
 # Where a quote set file's live changes go, unless a state folder is given: FILE + this suffix.

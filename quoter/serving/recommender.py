@@ -15,17 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from quoter.bundle import Bundle
+from quoter.encoders.backend.context_runtime import ChosenRuntime, choose_runtime
+from quoter.encoders.backend.runtime_config import ContextRuntime
 from quoter.encoders.ranker import ContextVectors
 from quoter.errors import QuoterError
 from quoter.languages import Language
 from quoter.quote_set import QuoteSet
 from quoter.ranking import Query
-from quoter.serving.context_runtime import ChosenRuntime, choose_runtime
-from quoter.serving.index_config import IndexConfig
-from quoter.serving.live_fusion import LiveFusion
-from quoter.serving.live_quotes import LiveQuotes, ScoredQuote, UsageLearning
+from quoter.serving.live.index_config import IndexConfig
+from quoter.serving.live.live_fusion import LiveFusion
+from quoter.serving.live.live_quotes import LiveQuotes, ScoredQuote, UsageLearning
 from quoter.serving.micro_batching import BatchingConfig, MicroBatcher
-from quoter.serving.runtime_config import ContextRuntime
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def context_runtime(bundle: Bundle, config: RecommenderConfig, folder: Path | No
             f"{ContextRuntime.ONNX_INT8.value}, not int8 with {config.runtime.value}"
         )
     # Imported only when asked for: quantization pulls in torch.ao, which a plain server never needs.
-    from quoter.encoders.quantization import quantize_dynamic_int8
+    from quoter.encoders.backend.quantization import quantize_dynamic_int8
 
     return ChosenRuntime("torch-int8", quantize_dynamic_int8(bundle.context_encoder))
 

@@ -1,6 +1,7 @@
-"""The settings of `quoter serve` and `quoter batch`, each with its one default, read by quoter.settings from
-`--config FILE.yaml`, `--set key=value` and the commands' options. Inputs (bundles, quote sets, files, the
-API key) are options only. Light to import: a bad setting is reported before torch is loaded."""
+"""The settings of `quoter serve`, and of what ranks (which `quoter batch` shares), each with its one default,
+read by quoter.settings from `--config FILE.yaml`, `--set key=value` and the commands' options. Inputs
+(bundles, quote sets, files, the API key) are options only. Light to import: a bad setting is reported
+before torch is loaded."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from quoter.encoders.backend.runtime_config import ContextRuntime
 from quoter.errors import QuoterError
-from quoter.serving.index_config import IndexConfig
+from quoter.serving.http.server_limits import ServerLimits, hosts_for_address
+from quoter.serving.live.index_config import IndexConfig
 from quoter.serving.micro_batching import BatchingConfig
-from quoter.serving.runtime_config import ContextRuntime
-from quoter.serving.server_limits import ServerLimits, hosts_for_address
 from quoter.settings import at_least
 
 if TYPE_CHECKING:
@@ -22,19 +23,6 @@ if TYPE_CHECKING:
 # more intra-op threads than free cores make each encoder call many times slower, not faster.
 DEFAULT_THREADS = max(1, (os.cpu_count() or 2) // 2)
 HIGHEST_PORT = 65535
-
-
-@dataclass(frozen=True)
-class BatchConfig:
-    """k: quotes per context; left_only: drop the right context; chunk: contexts written per step."""
-
-    k: int = 10
-    left_only: bool = False
-    chunk: int = 64
-
-    def __post_init__(self) -> None:
-        at_least("k", self.k, 1)
-        at_least("chunk", self.chunk, 1)
 
 
 @dataclass(frozen=True)
@@ -85,11 +73,3 @@ def complete_serve_settings(data: dict[str, Any]) -> None:
         data["limits"] = {}
     if isinstance(data["limits"], dict) and "allowed_hosts" not in data["limits"]:
         data["limits"]["allowed_hosts"] = list(hosts_for_address(str(data.get("host", ServeSettings.host))))
-
-
-@dataclass(frozen=True)
-class BatchSettings(RecommenderSettings):
-    """`quoter batch`: what ranks (see RecommenderSettings) and what each output line holds (see
-    BatchConfig)."""
-
-    batch: BatchConfig = field(default_factory=BatchConfig)

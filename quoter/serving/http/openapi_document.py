@@ -10,7 +10,7 @@ from collections.abc import Collection
 from typing import Any
 
 from quoter.languages import CHINESE, Language
-from quoter.serving.language_choice import hosted_letters_pattern
+from quoter.serving.http.language_choice import hosted_letters_pattern
 
 LANGUAGE = {"$ref": "#/components/schemas/Language"}
 # The operations that list or change one language's quotes, whose `lang` query parameter names it.

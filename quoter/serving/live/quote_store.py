@@ -34,7 +34,6 @@ is out of date (another one changed it since it was read) is refused, so no id i
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import errno
 import fcntl
@@ -52,6 +51,7 @@ import numpy as np
 from quoter.atomic_files import fsync_path, write_json_atomic
 from quoter.errors import InputError, QuoterError
 from quoter.quote_record import QuoteRecord
+from quoter.quote_set import QuoteSet, parse_quote_item, quote_item, text_vector, vector_text
 from quoter.ranking import Query
 from quoter.text_lines import json_object
 
@@ -63,7 +63,6 @@ ORIGIN_FILE = "origin.json"
 TEMPORARY_SUFFIX = ".tmp"
 # The layout before the log: a faiss index, the records and the next id, rewritten whole at every change.
 LEGACY_FILES = ("index.faiss", "quotes.jsonl", "settings.json")
-VECTOR_TYPE = np.dtype("<f4")
 COMPACT_EVERY = 8
 
 
@@ -90,6 +89,11 @@ class StoredQuotes:
     vectors: np.ndarray
     next_id: int
     examples: dict[int, UsageExamples] = field(default_factory=dict)
+
+    @classmethod
+    def of_set(cls, quotes: QuoteSet) -> StoredQuotes:
+        """A quote set as the live quotes start from it."""
+        return cls(dict(zip(quotes.ids, quotes.records)), quotes.vectors, max(quotes.ids, default=-1) + 1)
 
 
 @dataclass(frozen=True)
@@ -135,38 +139,16 @@ def log_name(generation: int) -> str:
     return f"changes.{generation}.jsonl"
 
 
-def _vector_text(vector: np.ndarray) -> str:
-    return base64.b64encode(np.ascontiguousarray(vector, dtype=VECTOR_TYPE).tobytes()).decode("ascii")
-
-
-def _text_vector(text: Any) -> np.ndarray:
-    """`_vector_text`'s output read back; a ValueError or TypeError when it is none."""
-    return np.frombuffer(base64.b64decode(text, validate=True), dtype=VECTOR_TYPE)
-
-
 def quote_line(quote_id: int, record: QuoteRecord, vector: np.ndarray, examples: UsageExamples | None = None) -> bytes:
-    """One quote of a saved set as a JSON line: {"id", "quote", "source"[, "gloss"], "vector"[, "examples"]}."""
-    item: dict[str, Any] = {"id": quote_id, **record.to_json(), "vector": _vector_text(vector)}
+    """One quote of the live set as a JSON line: a quote set's line (quote_set.quote_item), with the usage
+    examples it was added with, if any."""
+    item = quote_item(quote_id, record, vector)
     if examples is not None:
         item["examples"] = [
-            {"left": context.left, "right": context.right, "vector": _vector_text(row)}
+            {"left": context.left, "right": context.right, "vector": vector_text(row)}
             for context, row in zip(examples.contexts, examples.vectors)
         ]
     return (json.dumps(item, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def parse_quote_line(item: Any, path: Path, line: int, alternative: str = "") -> tuple[int, QuoteRecord, np.ndarray]:
-    """Read `quote_line`'s JSON; anything else is an InputError at path:line (`alternative` adds what else
-    the line may be)."""
-    try:
-        quote_id = item["id"]
-        record = QuoteRecord.from_json(item)
-        vector = _text_vector(item["vector"])
-    except (KeyError, TypeError, ValueError):
-        raise InputError('expected {"id", "quote", "source", "vector"}' + alternative, path=path, line=line) from None
-    if not isinstance(quote_id, int):
-        raise InputError(f"the id {quote_id!r} is not an integer", path=path, line=line)
-    return quote_id, record, vector
 
 
 def parse_examples(item: dict[str, Any], dim: int, path: Path, line: int) -> UsageExamples | None:
@@ -177,7 +159,7 @@ def parse_examples(item: dict[str, Any], dim: int, path: Path, line: int) -> Usa
     expected = 'expected "examples": [{"left", "right", "vector"}, ...]'
     try:
         contexts = tuple(Query(example["left"], example["right"]) for example in item["examples"])
-        rows = [_text_vector(example["vector"]) for example in item["examples"]]
+        rows = [text_vector(example["vector"]) for example in item["examples"]]
     except (KeyError, TypeError, ValueError):
         raise InputError(expected, path=path, line=line) from None
     texts = [text for context in contexts for text in (context.left, context.right)]
@@ -204,7 +186,7 @@ class _Replay:
             del self.vectors[item["removed"]]
             self.examples.pop(item["removed"], None)
             return
-        quote_id, record, vector = parse_quote_line(item, path, line, ' or {"removed": id}')
+        quote_id, record, vector = parse_quote_item(item, path, line, ' or {"removed": id}')
         if quote_id in self.records or len(vector) != self.dim:
             message = f"quote {quote_id}: a repeated id, or a vector not of size {self.dim}"
             raise InputError(message, path=path, line=line)

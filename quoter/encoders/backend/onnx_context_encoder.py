@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from quoter.encoders.backend.onnx_export import INPUT_NAMES
 from quoter.encoders.batching import encode_in_length_order
 from quoter.encoders.configs import ENCODE_BATCH, ContextEncoderConfig
 from quoter.encoders.context_encoder import ContextBatch, ContextEncoder, ContextRow
-from quoter.encoders.onnx_export import INPUT_NAMES
 from quoter.ranking import Query
 
 

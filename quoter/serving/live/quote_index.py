@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from quoter.errors import QuoterError
-from quoter.serving.index_config import IndexConfig, IndexKind
+from quoter.serving.live.index_config import IndexConfig, IndexKind
 
 # faiss warns below 39 training points per cluster; fewer clusters beat badly placed ones.
 POINTS_PER_CLUSTER = 39

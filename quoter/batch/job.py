@@ -2,7 +2,7 @@
 
 The output is written to OUTPUT.partial and renamed to OUTPUT once complete, so OUTPUT is never half
 written. A run that stopped early can resume: the complete lines of the partial file are kept, their
-contexts skipped, provided the partial file was written by the same run (batch_resume).
+contexts skipped, provided the partial file was written by the same run (quoter.batch.resume).
 """
 
 from __future__ import annotations
@@ -11,69 +11,24 @@ import errno
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from quoter.atomic_files import check_not_an_input, check_output_file, write_json_atomic
+from quoter.batch.contexts import BatchContext
+from quoter.batch.resume import check_resumable, run_record, run_record_path
+from quoter.batch.settings import BatchConfig
 from quoter.errors import InputError, QuoterError
 from quoter.progress import progress_bar
 from quoter.ranking import Query
-from quoter.serving.batch_resume import check_resumable, run_record, run_record_path
-from quoter.serving.settings import BatchConfig
-from quoter.text_lines import check_text, decoded_lines, json_object
 
 if TYPE_CHECKING:  # torch comes with them: the command checks its input and output before it waits for that
-    from quoter.serving.live_quotes import ScoredQuote
+    from quoter.serving.live.live_quotes import ScoredQuote
     from quoter.serving.recommender import Recommender
 
-JSONL_SUFFIXES = (".jsonl", ".json")
 PARTIAL_SUFFIX = ".partial"
 # Why writing the output may stop with no fault of the run: a full disk, a file size limit, a quota.
 OUT_OF_ROOM = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
-
-
-@dataclass(frozen=True)
-class BatchContext:
-    """A context of the input: its line number, the id the input gave it (if any), the query."""
-
-    line: int
-    id: Any
-    query: Query
-
-
-def _jsonl_context(text: str, path: Path, number: int) -> BatchContext:
-    expected = 'a JSON object {"left", "right", "id"} with at least "left"'
-    record = json_object(text, path, number, expected)
-    if "left" not in record:
-        raise InputError(f"expected {expected}", path=path, line=number)
-    for field in ("left", "right"):
-        if not isinstance(record.get(field, ""), str):
-            raise InputError("expected a string", path=path, line=number, field=field)
-        check_text(record.get(field, ""), path, number, field)
-    return BatchContext(number, record.get("id"), Query(record["left"], record.get("right", "")))
-
-
-def _tsv_context(text: str, path: Path, number: int) -> BatchContext:
-    fields = text.split("\t")
-    if len(fields) == 2:
-        return BatchContext(number, None, Query(fields[0], fields[1]))
-    if len(fields) == 3:  # a QuoteR file: left, quote, right
-        return BatchContext(number, None, Query(fields[0], fields[2]))
-    raise InputError(
-        f"expected left<TAB>right or left<TAB>quote<TAB>right, found {len(fields)} field(s)", path=path, line=number
-    )
-
-
-def read_contexts(path: str | Path) -> list[BatchContext]:
-    """Every context of a JSONL file ({"left", "right", "id"}) or a TSV file (by suffix); blank lines are
-    skipped."""
-    path = Path(path)
-    parse = _jsonl_context if path.suffix.lower() in JSONL_SUFFIXES else _tsv_context
-    contexts = [parse(text, path, number) for number, text in decoded_lines(path, "input file") if text.strip()]
-    if not contexts:
-        raise InputError("the input file has no contexts", path=path)
-    return contexts
 
 
 def partial_path(output: Path) -> Path:

@@ -20,7 +20,7 @@ from quoter.bundle import Bundle
 from quoter.datasets import Sample
 from quoter.fusion import Fusion, HybridRanker, fused_scores
 from quoter.ranking import Query
-from quoter.serving.live_quotes import ScoredQuote, ScoredSet
+from quoter.serving.live.live_quotes import ScoredQuote, ScoredSet
 
 
 def added_contexts(scored: ScoredSet) -> tuple[list[Sample], np.ndarray | None]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from quoter.errors import InputError
 
 if TYPE_CHECKING:
-    from quoter.serving.batch_job import BatchContext
+    from quoter.batch.contexts import BatchContext
     from quoter.serving.recommender import Recommender
 
 RUN_SUFFIX = ".run.json"

@@ -31,9 +31,9 @@ from quoter.errors import InputError, QuoterError
 from quoter.quote_record import has_visible_text
 from quoter.quote_set import QuoteSet, encode_quote_set
 from quoter.ranking import Query
-from quoter.serving.index_config import IndexConfig
-from quoter.serving.quote_index import QuoteIndex
-from quoter.serving.quote_store import QuoteStore, StoredQuotes, StoreOrigin, UsageExamples
+from quoter.serving.live.index_config import IndexConfig
+from quoter.serving.live.quote_index import QuoteIndex
+from quoter.serving.live.quote_store import QuoteStore, StoredQuotes, StoreOrigin, UsageExamples
 
 LIVE_FOLDER = "quote_index"
 
@@ -149,7 +149,7 @@ class LiveQuotes:
         live set saved in `folder` if there is one; new quotes are encoded by the bundle's quote encoder and
         learn from their usage examples by `usage` (None: quotes cannot be added with any)."""
         served = bundle.quote_set() if quotes is None else quotes
-        return cls.open(served.stored(), bundle.quote_encoder, config, folder, usage)
+        return cls.open(StoredQuotes.of_set(served), bundle.quote_encoder, config, folder, usage)
 
     @classmethod
     def open(

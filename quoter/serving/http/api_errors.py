@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Route
 
-from quoter.serving.schemas import ErrorResponse
+from quoter.serving.http.schemas import ErrorResponse
 
 
 class ApiError(HTTPException):

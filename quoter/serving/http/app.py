@@ -34,18 +34,15 @@ from quoter.bundle import QuoteRecord
 from quoter.errors import InputError, QuoterError
 from quoter.languages import Language
 from quoter.ranking import Query as Context
-from quoter.serving.admission import ContextAdmission, ServerBusyError
-from quoter.serving.answered_hosts import AnsweredHosts
-from quoter.serving.api_errors import ApiError, error_response, error_statuses, install_error_handlers
 from quoter.serving.chinese_merge import merge_banks
-from quoter.serving.json_body import json_body_route
-from quoter.serving.language_choice import LanguageChoiceError, choose_hosted_banks
-from quoter.serving.live_quotes import QuoteConflictError, ScoredQuote, UnknownQuoteError
-from quoter.serving.openapi_document import describe_hosting
-from quoter.serving.page_security import security_headers
-from quoter.serving.quote_store import ChangeNotSavedError
-from quoter.serving.recommender import Recommender
-from quoter.serving.schemas import (
+from quoter.serving.http.admission import ContextAdmission, ServerBusyError
+from quoter.serving.http.answered_hosts import AnsweredHosts
+from quoter.serving.http.api_errors import ApiError, error_response, error_statuses, install_error_handlers
+from quoter.serving.http.json_body import json_body_route
+from quoter.serving.http.language_choice import LanguageChoiceError, choose_hosted_banks
+from quoter.serving.http.openapi_document import describe_hosting
+from quoter.serving.http.page_security import security_headers
+from quoter.serving.http.schemas import (
     MAX_PAGE,
     MAX_SEARCH_CHARS,
     BundleHealth,
@@ -60,7 +57,10 @@ from quoter.serving.schemas import (
     RecommendRequest,
     RecommendResponse,
 )
-from quoter.serving.server_limits import ServerLimits
+from quoter.serving.http.server_limits import ServerLimits
+from quoter.serving.live.live_quotes import QuoteConflictError, ScoredQuote, UnknownQuoteError
+from quoter.serving.live.quote_store import ChangeNotSavedError
+from quoter.serving.recommender import Recommender
 
 STATIC_FOLDER = Path(__file__).parent / "static"
 DEMO_PAGE = STATIC_FOLDER / "index.html"

@@ -18,27 +18,27 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import xxhash
 
 from quoter.atomic_files import build_folder_once
-from quoter.bundle import Bundle
 from quoter.datasets import load_dataset
 from quoter.datasets.example_set import EXAMPLE_DATA
+from quoter.encoders.backend.runtime_config import MAX_BATCH_DEVIATION, MAX_MRR_LOSS, ContextRuntime
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.fingerprint import encoder_digest
 from quoter.encoders.model_sources import cache_dir
+from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.encoders.ranker import ContextVectors
 from quoter.errors import QuoterError
 from quoter.languages import CHINESE, Language
 from quoter.metrics import rank_metrics, ranks_from_scores
 from quoter.ranking import Query
-from quoter.serving.runtime_config import MAX_BATCH_DEVIATION, MAX_MRR_LOSS, ContextRuntime
 
 if TYPE_CHECKING:
-    from quoter.encoders.onnx_context_encoder import OnnxContextEncoder
+    from quoter.encoders.backend.onnx_context_encoder import OnnxContextEncoder
 
 # On a CPU, fastest first (python -m benchmarks.versus); torch is the fallback.
 FASTEST_FIRST = (ContextRuntime.ONNX_INT8, ContextRuntime.ONNX)
@@ -48,6 +48,14 @@ CACHE_FOLDER = "onnx"  # in the bundle folder or in $QUOTER_CACHE
 CACHE_FORMAT = 2  # part of the key: raised when the export changes (2: int8 activations per token)
 CHECK_BANK_QUOTES = 100  # the Chinese check set: this many quotes of each Chinese bank, in its order
 MIXED_CALL = 8  # contexts per call when checking that a vector does not depend on its neighbours
+
+
+class EncoderPair(Protocol):
+    """What the choice reads of a model (a Bundle is one): its language, context encoder and quote encoder."""
+
+    language: Language
+    context_encoder: ContextEncoder
+    quote_encoder: QuoteEncoder
 
 
 @dataclass(frozen=True)
@@ -129,7 +137,7 @@ class ChosenRuntime:
         return f"{self.name} ({measured}, alone vs batched {q.batch_deviation:.0e})"
 
 
-def choose_runtime(bundle: Bundle, runtime: ContextRuntime, folder: Path | None = None) -> ChosenRuntime:
+def choose_runtime(bundle: EncoderPair, runtime: ContextRuntime, folder: Path | None = None) -> ChosenRuntime:
     """The context runtime for `bundle`: the one asked for, or with AUTO the fastest acceptable one. ONNX
     graphs are exported (and measured) on first use; `folder`: the bundle's folder, where they are cached
     when it can be written."""
@@ -139,7 +147,7 @@ def choose_runtime(bundle: Bundle, runtime: ContextRuntime, folder: Path | None 
         return ChosenRuntime(ContextRuntime.TORCH.value, encoder)
     if not on_cpu:
         raise QuoterError(f"the {runtime.value} runtime runs on the CPU; the model is on {encoder.model.device}")
-    from quoter.encoders.onnx_context_encoder import OnnxContextEncoder
+    from quoter.encoders.backend.onnx_context_encoder import OnnxContextEncoder
 
     graphs = exported_graphs(bundle, folder)
     qualities = read_qualities(graphs)
@@ -151,7 +159,7 @@ def choose_runtime(bundle: Bundle, runtime: ContextRuntime, folder: Path | None 
     return ChosenRuntime(ContextRuntime.TORCH.value, encoder)
 
 
-def exported_graphs(bundle: Bundle, folder: Path | None) -> Path:
+def exported_graphs(bundle: EncoderPair, folder: Path | None) -> Path:
     """The cache folder holding the bundle's context encoder as ONNX graphs and their measured quality,
     exported now if it is not there yet."""
     check = check_set(bundle.language)
@@ -170,9 +178,9 @@ def content_key(encoder: ContextEncoder, check_name: str) -> str:
     return encoder_digest(encoder, digest).hexdigest()
 
 
-def _export_and_measure(bundle: Bundle, check: CheckSet, target: Path) -> None:
-    from quoter.encoders.onnx_context_encoder import OnnxContextEncoder
-    from quoter.encoders.onnx_export import export_onnx, quantize_onnx_int8
+def _export_and_measure(bundle: EncoderPair, check: CheckSet, target: Path) -> None:
+    from quoter.encoders.backend.onnx_context_encoder import OnnxContextEncoder
+    from quoter.encoders.backend.onnx_export import export_onnx, quantize_onnx_int8
 
     encoder = bundle.context_encoder
     export_onnx(encoder, target / GRAPH_FILES[ContextRuntime.ONNX])

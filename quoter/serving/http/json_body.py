@@ -15,7 +15,7 @@ from fastapi import Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
-from quoter.serving.api_errors import ApiError
+from quoter.serving.http.api_errors import ApiError
 from quoter.text_lines import OverlongInteger, read_integer
 
 BODY = ("body",)

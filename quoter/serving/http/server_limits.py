@@ -6,7 +6,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from quoter.serving.schemas import MAX_BATCH
+from quoter.serving.http.schemas import MAX_BATCH
 from quoter.settings import at_least
 
 # Host header values of a loopback server; IPv6 literals come in brackets, as in the header.

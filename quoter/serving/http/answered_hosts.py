@@ -9,8 +9,8 @@ from fastapi import status
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from quoter.serving.api_errors import error_response
-from quoter.serving.server_limits import ANY_HOST
+from quoter.serving.http.api_errors import error_response
+from quoter.serving.http.server_limits import ANY_HOST
 
 
 def host_name(header: str) -> str:
