@@ -107,12 +107,13 @@ def dev_groups(ranker: str) -> list[Group]:
 
 def writers_groups() -> list[Group]:
     """The writer's check of each Chinese bank, ranked in both banks of the built-in default."""
+    from quoter.hybrid_bundle import bundle_ranker
     from quoter.serving.hosting import default_bundles
 
     bundles = default_bundles(BANKS)
     checks = {bank: read_checks(WRITERS_CHECK / f"{bank.value}.jsonl") for bank in BANKS}
     queries = [Query(check["left"], check["right"]) for bank in BANKS for check in checks[bank]]
-    scores = {bundle.language: bundle.ranker().score(queries) for bundle in bundles}
+    scores = {bundle.language: bundle_ranker(bundle).score(queries) for bundle in bundles}
     gold = {}
     for bundle in bundles:
         place = {quote.text: number for number, quote in enumerate(bundle.quotes)}

@@ -33,7 +33,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from quoter.bundle import Bundle
 from quoter.default_bundles import DEFAULT_GLOSS
 from quoter.encoders.backend.context_runtime import batch_deviation, check_set, measure_quality, mixed_calls
 from quoter.encoders.backend.onnx_context_encoder import OnnxContextEncoder
@@ -42,6 +41,7 @@ from quoter.encoders.model_sources import default_model
 from quoter.languages import Language
 from quoter.ranking import Query
 from quoter.tables import markdown_table
+from quoter.zero_shot_bundle import zero_shot_bundle
 
 BATCHES = (8, 16)
 SINGLE_CONTEXTS = 120  # contexts timed one at a time, per round
@@ -104,7 +104,7 @@ def interleaved_speeds(runtimes: Sequence[Runtime], queries: Sequence[Query], ro
 def compare_language(language: Language, rounds: int, folder: Path) -> list[list[str]]:
     """Table rows, one per runtime, for the language's default model on its check set."""
     model = default_model(language)
-    bundle = Bundle.zero_shot(language, [], model=model, gloss=DEFAULT_GLOSS)
+    bundle = zero_shot_bundle(language, [], model=model, gloss=DEFAULT_GLOSS)
     encoder = bundle.context_encoder
     export_onnx(encoder, folder / "context.onnx")
     per_call_int8(folder / "context.onnx", folder / "per-call.onnx")

@@ -52,6 +52,7 @@ from quoter.encoders.pooling import GapMarker, PoolingChoice
 from quoter.evaluation import evaluate
 from quoter.evaluation.candidates import read_candidates
 from quoter.fusion import FusionRule
+from quoter.hybrid_bundle import bundle_ranker
 from quoter.languages import Language
 from quoter.methods import MethodOptions, build_ranker
 from quoter.quote_bank import load_quote_bank
@@ -173,7 +174,7 @@ def run_bank_set(name: str, methods: Sequence[str]) -> list[Row]:
                     f"{name} default: {default.fusion.describe()}, pull {info['usage_pull']:g}, cross-fitted MRR "
                     f"{info['usage_fit_mrr']:.3f} on {info['usage_examples']} examples"
                 )
-            ranker = (replace(default, fusion=None) if method == "default-dense" else default).ranker()
+            ranker = bundle_ranker(replace(default, fusion=None) if method == "default-dense" else default)
         else:
             ranker = build(method, dataset, language, None, None)
         report = evaluate(ranker, dataset, "test", method)

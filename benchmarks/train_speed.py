@@ -16,7 +16,7 @@ from quoter.datasets import load_dataset
 from quoter.errors import QuoterError
 from quoter.languages import choose_language
 from quoter.training.config import TrainConfig, load_config
-from quoter.training.data import TrainingData
+from quoter.training.data import SampleCollator, TrainingData
 from quoter.training.joint_module import JointModule
 from quoter.training.negatives import NegativeSampler
 from quoter.training.pipeline import build_encoders
@@ -31,11 +31,13 @@ DATA = {
 }
 
 
-def contexts_per_second(module: StageModule, batch_size: int, steps: int) -> float:
-    """Time `steps` training steps (after one warm-up step) over the first train samples."""
+def contexts_per_second(module: StageModule, collate: SampleCollator, batch_size: int, steps: int) -> float:
+    """Time `steps` training steps (after one warm-up step) over the first train samples, batched (and padded)
+    outside the timed step, as the DataModule's loader does in training."""
     optimizer = torch.optim.AdamW([p for p in module.parameters() if p.requires_grad], lr=1e-5)
     module.train()
-    batches = [torch.arange(i * batch_size, (i + 1) * batch_size) % len(module.data.train) for i in range(steps + 1)]
+    count = len(collate.quote_ids)
+    batches = [collate([(i * batch_size + j) % count for j in range(batch_size)]) for i in range(steps + 1)]
     elapsed = 0.0
     for index, batch in enumerate(batches):
         started = time.perf_counter()
@@ -56,10 +58,11 @@ def measure(name: str, config: TrainConfig, data_path: Path, steps: int) -> None
     torch.manual_seed(0)
     encoders = build_encoders(config, language)
     negatives = NegativeSampler(data.train_quote_ids, config.negatives, config.run.seed)
-    joint = JointModule(encoders.context, encoders.quote, data, config.joint, negatives)
-    speed_1 = contexts_per_second(joint, config.joint.batch_size, steps)
-    retrain = RetrainModule(encoders.context, encoders.quote.encode(data.quotes), data, config.retrain)
-    speed_2 = contexts_per_second(retrain, config.retrain.batch_size, steps)
+    collate = SampleCollator(encoders.context, data.train)
+    joint = JointModule(encoders.context, encoders.quote, data.records, config.joint, negatives)
+    speed_1 = contexts_per_second(joint, collate, config.joint.batch_size, steps)
+    retrain = RetrainModule(encoders.context, encoders.quote.encode(data.quotes), data.train_quote_ids, config.retrain)
+    speed_2 = contexts_per_second(retrain, collate, config.retrain.batch_size, steps)
     print(
         f"{name}: stage 1 {speed_1:.1f} contexts/s (batch {config.joint.batch_size}, {config.negatives.count} "
         f"negatives), stage 2 {speed_2:.1f} contexts/s (batch {config.retrain.batch_size}, "

@@ -5,7 +5,8 @@ outside the folder, so a bundle can be copied anywhere and made read-only. Nothi
 encoders are transformers folders (safetensors), the quotes JSON lines, the vectors a safetensors file, and
 the settings JSON.
 
-    bundle.json                   format, version, language, fusion, info
+    bundle.json                   format, version, language, fusion and lexical (hybrid bundles), info, and
+                                  written_with: the versions of Quoter and the libraries that wrote it
     context_encoder/              ContextEncoder.save: model, tokenizer, length, pooling and gap settings
     quote_encoder/                QuoteEncoder.save: model, tokenizer, sememe embeddings and the sememe
                                   lexicon they were trained with (with its origin), pooling and gloss settings
@@ -16,15 +17,17 @@ the settings JSON.
                                   contexts encoded by the context encoder, which the knn signal reads
 
 A hybrid bundle (trained with fusion on) also records in bundle.json the fusion of its dense scores with BM25,
-CRM and knn that was fitted on the valid split; its ranker then ranks by that fused score. Version 1 bundles
-named their lexicon by a path outside the folder; `quoter bundle upgrade` converts them.
+CRM and knn that was fitted on the valid split, and the BM25 settings of BM25 and CRM; its ranker
+(hybrid_bundle.py) then ranks by that fused score. Every part's settings are written and read as their
+dataclass's fields (saved_config.py). Version 1 bundles named their lexicon by a path outside the folder;
+`quoter bundle upgrade` converts them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -34,22 +37,16 @@ from safetensors.torch import load_file, save_file
 
 from quoter.atomic_files import write_folder_atomic
 from quoter.baselines.lexical_index import LexicalConfig
-from quoter.baselines.lexical_signals import lexical_signals
 from quoter.datasets import Sample
-from quoter.encoders.configs import ENCODE_BATCH, ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
-from quoter.encoders.model_sources import default_model, load_pretrained, native_pooling
-from quoter.encoders.neighbor_ranker import NeighborRanker
-from quoter.encoders.pooling import GapMarker, PoolingChoice, choose_pooling
 from quoter.encoders.quote_encoder import QuoteEncoder
-from quoter.encoders.ranker import ContextVectors, EncoderRanker
 from quoter.errors import InputError
-from quoter.fusion import Fusion, HybridRanker, Signal
+from quoter.fusion import Fusion
 from quoter.json_files import read_json_file
 from quoter.languages import Language
 from quoter.quote_record import QuoteRecord
-from quoter.quote_set import QuoteSet, encode_quote_set
-from quoter.ranking import Ranker
+from quoter.quote_set import QuoteSet
+from quoter.saved_config import from_json, to_json
 from quoter.text_lines import json_object
 
 BUNDLE_FORMAT = "quoter-bundle"
@@ -63,6 +60,9 @@ QUOTES_FILE = "quotes.jsonl"
 VECTORS_FILE = "quote_vectors.safetensors"
 KNOWN_CONTEXTS_FILE = "known_contexts.jsonl"
 KNOWN_VECTORS_FILE = "known_context_vectors.safetensors"
+# The packages whose versions bundle.json records (not read back: a bundle of this version loads whatever
+# versions wrote it).
+WRITTEN_WITH = ("quoter", "torch", "transformers", "safetensors", "numpy")
 # Files that can run code when they are loaded: a bundle holding one is refused.
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
 
@@ -85,47 +85,6 @@ class Bundle:
     def __post_init__(self) -> None:
         if self.quote_vectors.shape[0] != len(self.quotes):
             raise ValueError(f"{len(self.quotes)} quotes but {self.quote_vectors.shape[0]} quote vectors")
-
-    def ranker(self, batch_size: int = ENCODE_BATCH) -> Ranker:
-        """A Ranker over the bundle's quote set with its frozen vectors, fused with the lexical signals when
-        the bundle is hybrid."""
-        return self.ranker_over(self.quotes, self.quote_vectors, batch_size)
-
-    def ranker_over(
-        self,
-        records: Sequence[QuoteRecord],
-        vectors: np.ndarray,
-        batch_size: int = ENCODE_BATCH,
-        runtime: tuple[str, ContextVectors] | None = None,
-    ) -> Ranker:
-        """The bundle's ranking over another quote set (its vectors encoded by this bundle): CRM keeps the
-        known contexts of the quotes the set shares with the bundle. `runtime`: (its description, an encoder
-        that runs the context encoder otherwise, e.g. ONNX Runtime); None: the context encoder itself."""
-        name, context = runtime or ("torch", self.context_encoder)
-        dense = EncoderRanker(context, vectors, batch_size, name)
-        if self.fusion is None:
-            return dense
-        signals = {"dense": Signal(dense), **self.known_signals_over(records)}
-        return HybridRanker(signals, self.fusion, lambda queries: context.encode(queries, batch_size))
-
-    def known_signals_over(
-        self, records: Sequence[QuoteRecord], added: Sequence[Sample] = (), added_vectors: np.ndarray | None = None
-    ) -> dict[str, Signal]:
-        """BM25 over `records`, and CRM and knn over the known contexts of the quotes (by text) they share with
-        the bundle and the `added` ones (samples whose quote_id indexes `records`, e.g. the usage examples a
-        quote was added with at run time; their context vectors `added_vectors`, row for row): the side of a
-        hybrid bundle's ranking beyond the dense score, for any quote set."""
-        id_of = {record.text: index for index, record in enumerate(records)}
-        rows = [row for row, sample in enumerate(self.known_contexts) if self.quotes[sample.quote_id].text in id_of]
-        contexts = [self.known_contexts[row] for row in rows]
-        contexts = [replace(sample, quote_id=id_of[self.quotes[sample.quote_id].text]) for sample in contexts]
-        contexts += added
-        signals = lexical_signals(records, contexts, self.language, self.lexical)
-        if self.known_vectors is not None and contexts:
-            vectors = [self.known_vectors[rows], *([] if added_vectors is None else [added_vectors])]
-            neighbors = NeighborRanker(len(records), contexts, np.concatenate(vectors))
-            signals["knn"] = Signal(neighbors, neighbors.covered)
-        return signals
 
     def quote_set(self) -> QuoteSet:
         """The bundle's own quotes (ids = line numbers) with their frozen vectors."""
@@ -153,8 +112,10 @@ class Bundle:
                 "format": BUNDLE_FORMAT,
                 "version": BUNDLE_VERSION,
                 "language": self.language.value,
-                "fusion": None if self.fusion is None else self.fusion.to_json(),
+                "fusion": None if self.fusion is None else to_json(self.fusion),
+                "lexical": None if self.fusion is None else to_json(self.lexical),
                 "info": self.info,
+                "written_with": library_versions(),
             }
             (target / SETTINGS_FILE).write_text(json.dumps(settings, ensure_ascii=False, indent=2) + "\n", "utf-8")
 
@@ -174,9 +135,14 @@ class Bundle:
         cls, folder: Path, settings: dict[str, Any], context_encoder: ContextEncoder, quote_encoder: QuoteEncoder
     ) -> Bundle:
         """The bundle in `folder` (its bundle.json `settings` already read) with these encoders: its quotes,
-        their vectors, and a hybrid bundle's fusion, known contexts and their vectors are read from the folder."""
+        their vectors, and a hybrid bundle's fusion, BM25 settings, known contexts and their vectors are read from
+        the folder."""
         quotes = read_quote_records(folder / QUOTES_FILE)
-        fusion = None if settings.get("fusion") is None else Fusion.from_json(settings["fusion"])
+        path = folder / SETTINGS_FILE
+        fusion = None if settings.get("fusion") is None else from_json(Fusion, settings["fusion"], path, "fusion")
+        # Bundles saved before their BM25 settings were kept ranked with the defaults.
+        saved_lexical = settings.get("lexical")
+        lexical = LexicalConfig() if saved_lexical is None else from_json(LexicalConfig, saved_lexical, path, "lexical")
         known_contexts = [] if fusion is None else read_known_contexts(folder / KNOWN_CONTEXTS_FILE, len(quotes))
         return cls(
             language=Language(settings["language"]),
@@ -188,33 +154,20 @@ class Bundle:
             fusion=fusion,
             known_contexts=known_contexts,
             known_vectors=None if fusion is None else read_known_vectors(folder, fusion, len(known_contexts)),
+            lexical=lexical,
         )
 
-    @classmethod
-    def zero_shot(
-        cls,
-        language: Language,
-        quotes: Sequence[QuoteRecord],
-        model: str | None = None,
-        pooling: PoolingChoice = PoolingChoice.NATIVE,
-        gloss: bool = False,
-        gap: GapMarker | None = None,
-        batch_size: int = ENCODE_BATCH,
-    ) -> Bundle:
-        """An untrained bundle: one pretrained model (the language's default unless named) for both encoders,
-        read with its native pooling unless another is chosen (`gap` overrides its gap marker), without
-        sememes; quote vectors encoded now (with the quotes' glosses when `gloss`)."""
-        name = model or default_model(language)
-        pretrained, tokenizer = load_pretrained(name)
-        chosen = choose_pooling(pooling, native_pooling(name))
-        context_config = ContextEncoderConfig(pooling=chosen.context, gap=gap or chosen.gap)
-        context = ContextEncoder(pretrained, tokenizer, context_config)
-        quote_config = QuoteEncoderConfig(pooling=chosen.quote, gloss=gloss)
-        identity = f"pretrained {name} read with {json.dumps(asdict(quote_config), default=str)}"
-        quote_encoder = QuoteEncoder(pretrained, tokenizer, quote_config, identity=identity)
-        encoded = encode_quote_set(quote_encoder, quotes, batch_size=batch_size)
-        info = {"model": name, "trained": False}
-        return cls(language, context, quote_encoder, encoded.records, encoded.vectors, info=info)
+
+def library_versions() -> dict[str, str | None]:
+    """The versions of Quoter and the libraries that wrote the bundle, for whoever reads it later (None: not
+    installed as a package, e.g. Quoter run from a source folder)."""
+    versions: dict[str, str | None] = {}
+    for package in WRITTEN_WITH:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return versions
 
 
 def read_quote_records(path: Path) -> list[QuoteRecord]:

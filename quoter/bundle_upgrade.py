@@ -5,6 +5,7 @@ inside the new bundle's quote encoder, and each encoder is saved in its own form
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from quoter.bundle import (
     CONTEXT_FOLDER,
@@ -18,10 +19,11 @@ from quoter.bundle import (
 from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.model_sources import load_pretrained
-from quoter.encoders.pooling import GapMarker, Pooling
+from quoter.encoders.pooling import GapMarker, Pooling, PoolingMode
 from quoter.encoders.quote_encoder import CONFIG_FILE, SAVED_FORMAT, SEMEMES_FILE, QuoteEncoder
 from quoter.encoders.saved_encoder import load_encoder_model, read_encoder_settings
 from quoter.languages import Language
+from quoter.saved_config import from_json
 from quoter.sememes.alignment import SememeAnnotator
 from quoter.sememes.sources import LexiconConfig, load_lexicon
 
@@ -40,7 +42,7 @@ def upgrade_bundle(old: Path, new: Path, lexicon: str | None = None) -> Bundle:
     context_settings = settings["context_encoder"]
     context_config = ContextEncoderConfig(
         max_length=int(context_settings["max_length"]),
-        pooling=Pooling.from_json(context_settings["pooling"]),
+        pooling=old_pooling(context_settings["pooling"], folder / SETTINGS_FILE),
         gap=GapMarker(context_settings.get("gap", GapMarker.MASK.value)),
     )
     context_model, context_tokenizer = load_pretrained(str(folder / CONTEXT_FOLDER))
@@ -52,7 +54,7 @@ def upgrade_bundle(old: Path, new: Path, lexicon: str | None = None) -> Bundle:
     quote_config = QuoteEncoderConfig(
         max_length=int(quote_settings["max_length"]),
         alpha=float(quote_settings["alpha"]),
-        pooling=Pooling.from_json(quote_settings.get("pooling", "cls")),
+        pooling=old_pooling(quote_settings.get("pooling", PoolingMode.CLS.value), quote_folder / CONFIG_FILE),
         gloss=bool(quote_settings.get("gloss", False)),
     )
     reference = settings.get("lexicon")
@@ -71,3 +73,9 @@ def upgrade_bundle(old: Path, new: Path, lexicon: str | None = None) -> Bundle:
     bundle = Bundle.with_encoders(folder, settings, context_encoder, quote_encoder)
     bundle.save(new)
     return bundle
+
+
+def old_pooling(saved: Any, path: Path) -> Pooling:
+    """A version 1 bundle's pooling setting, read from `path`: as saved encoders write it, or a bare mode name
+    (bundles saved before pooling was a part), which means that mode with no prompt and no normalisation."""
+    return from_json(Pooling, {"mode": saved} if isinstance(saved, str) else saved, path)

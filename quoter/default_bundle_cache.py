@@ -24,6 +24,7 @@ from quoter.bundle import Bundle
 from quoter.datasets import Sample
 from quoter.encoders.fingerprint import encoder_digest
 from quoter.encoders.model_sources import cache_dir
+from quoter.errors import QuoterError
 from quoter.fusion import Fusion
 from quoter.quote_record import QuoteRecord
 
@@ -70,7 +71,7 @@ def read_learned(path: Path) -> LearnedUsage | None:
                 Fusion.from_json(settings["fusion"]),
                 float(settings["mrr"]),
             )
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, QuoterError):  # damaged: learned again
         return None
 
 

@@ -30,12 +30,14 @@ from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.model_sources import default_model
 from quoter.encoders.neighbor_ranker import unit_rows
 from quoter.fusion import WEIGHT_GRID, Fusion, FusionRule, HybridRanker, best_weights, normalized
+from quoter.hybrid_bundle import known_signals
 from quoter.languages import Language
 from quoter.quote_bank import load_quote_bank
 from quoter.quote_bank.usage import BankUsage, bank_usage
 from quoter.quote_record import QuoteRecord
 from quoter.quote_set import encode_quote_set
 from quoter.ranking import Query
+from quoter.zero_shot_bundle import zero_shot_bundle
 
 # The built-in bank's quotes are read with their glosses and sources: this raised the writer's check of
 # every language (benchmarks/quality.py) and the valid MRR of the en and zh-modern dev sets.
@@ -65,7 +67,7 @@ def default_bundles(
     for language in languages:
         name = default_model(language)
         if name not in models:
-            models[name] = windowed(Bundle.zero_shot(language, [], model=name, gloss=DEFAULT_GLOSS))
+            models[name] = windowed(zero_shot_bundle(language, [], model=name, gloss=DEFAULT_GLOSS))
         quotes = load_quote_bank(language)
         base = replace(models[name], language=language)
         bundles.append(learned_bundle(base, quotes, bank_usage(language, quotes), batch_size, warn))
@@ -219,7 +221,7 @@ def fold_views(
     """BM25, CRM and knn scores of the examples of `fold`, the other folds known, normalised by `rule`."""
     known, held = np.flatnonzero(folds != fold), np.flatnonzero(folds == fold)
     part = replace(bundle, known_contexts=[examples[i] for i in known], known_vectors=vectors[known])
-    signals = part.known_signals_over(bundle.quotes)
+    signals = known_signals(part, bundle.quotes)
     queries = [Query(examples[i].left, examples[i].right) for i in held]
     raw = HybridRanker(signals, Fusion(rule)).signal_scores(queries, vectors[held], list(signals))
     return {name: normalized(matrix, rule, signals[name].covered) for name, matrix in raw.items()}

@@ -16,12 +16,13 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from quoter.metrics import ranks_from_scores
 from quoter.ranking import Query, Ranker
+from quoter.saved_config import from_json, to_json
 
 RRF_K = 60  # the constant of Cormack et al. (2009), used unchanged by most RRF implementations
 # Weights of the lexical signals relative to the dense one (weight 1) that fitting tries.
@@ -46,14 +47,14 @@ class Fusion:
         """One line for logs: the rule and each signal's weight."""
         return f"{self.rule.value}: " + ", ".join(f"{name} {weight:g}" for name, weight in self.weights.items())
 
-    def to_json(self) -> dict:
-        """`{"rule", "weights"}`, as bundles store it."""
-        return {"rule": self.rule.value, "weights": dict(self.weights)}
+    def to_json(self) -> dict[str, Any]:
+        """`{"rule", "weights"}`, as bundles store it, derived from the fields."""
+        return to_json(self)
 
     @classmethod
-    def from_json(cls, data: Mapping) -> Fusion:
-        """Read `to_json`'s output."""
-        return cls(FusionRule(data["rule"]), {str(name): float(w) for name, w in data["weights"].items()})
+    def from_json(cls, data: Any) -> Fusion:
+        """Read `to_json`'s output; a bad value is a one-line InputError naming the field."""
+        return from_json(cls, data, None)
 
 
 @runtime_checkable

@@ -10,36 +10,56 @@ from typing import TYPE_CHECKING
 from quoter.baselines import BM25Ranker, CRMRanker, LexicalConfig
 from quoter.baselines.crm import Aggregate
 from quoter.datasets import QuoteDataset
-from quoter.encoders.backend.runtime_config import ContextRuntime
+from quoter.encoders.backend.runtime_config import RUNTIME_HELP, ContextRuntime
 from quoter.encoders.configs import ENCODE_BATCH
+from quoter.encoders.model_sources import DEFAULT_MODELS, OFFLINE_MODELS, OFFLINE_PREFIX
 from quoter.encoders.pooling import GapMarker, PoolingChoice
 from quoter.errors import InputError, QuoterError
 from quoter.fusion import FusionRule
 from quoter.languages import Language
 from quoter.ranking import Ranker
+from quoter.settings import setting
 
 if TYPE_CHECKING:
     from quoter.bundle import Bundle
     from quoter.encoders.ranker import ContextVectors
+
+MODEL_HELP = (
+    "encoder: Hugging Face model name, local model folder, or an offline name "
+    f"({', '.join(OFFLINE_PREFIX + name for name in OFFLINE_MODELS)}). Default per language: "
+    + ", ".join(f"{language.value} {name}" for language, name in DEFAULT_MODELS.items())
+)
 
 
 @dataclass(frozen=True)
 class MethodOptions:
     """Everything a method may need beyond the dataset; each method reads the fields that concern it."""
 
-    lang: Language = Language.EN
-    crm_aggregate: Aggregate = Aggregate.MAX
+    lang: Language = setting(Language.EN, "Language of the lexical methods")
+    crm_aggregate: Aggregate = setting(Aggregate.MAX, "crm: how the scores of a quote's training contexts are combined")
     lexical: LexicalConfig = LexicalConfig()
-    model: str | None = None  # encoder: Hugging Face name, local folder or offline:*; None: the language's default
-    pooling: PoolingChoice = PoolingChoice.NATIVE  # encoder: the model's native pooling, or a named one
-    gap: GapMarker | None = None  # encoder with mean pooling: what stands in the gap; None: the model's choice
-    gloss: bool = False  # encoder: quotes are read with their glosses
-    encode_batch_size: int = ENCODE_BATCH
-    bundle: str | None = None  # bundle: the folder of a trained (or zero-shot) bundle
-    quotes: str | None = None  # bundle: a quote set its quote encoder made (`quoter encode`); None: its own quotes
-    fusion: FusionRule = FusionRule.ZSCORE  # hybrid: how the signals' scores are made comparable
-    dense_only: bool = False  # bundle: rank by a hybrid bundle's dense score alone, without its fusion
-    runtime: ContextRuntime = ContextRuntime.TORCH  # encoder, bundle, hybrid: what runs the context encoder
+    model: str | None = setting(None, MODEL_HELP)
+    pooling: PoolingChoice = setting(
+        PoolingChoice.NATIVE,
+        "encoder: the model's native pooling (mean and cosine for the offline models), the paper's (context at the "
+        "[MASK] in the gap, quote at [CLS]), BERT-Sim's [CLS], or mean pooling",
+    )
+    gap: GapMarker | None = setting(
+        None, "encoder, mean pooling: what stands in the gap (mask token, '___', nothing). Default: the model's"
+    )
+    gloss: bool = setting(False, "encoder: read each quote with its gloss, given by --glosses")
+    encode_batch_size: int = setting(ENCODE_BATCH, "encoder: quotes and contexts per encoder forward pass")
+    bundle: str | None = setting(None, "bundle: folder of a bundle written by `quoter train`")
+    quotes: str | None = setting(
+        None, "bundle: a quote set written by `quoter encode` with the bundle. Default: the bundle's own quotes"
+    )
+    fusion: FusionRule = setting(
+        FusionRule.ZSCORE,
+        "hybrid: how the encoder's, BM25's and CRM's scores are made comparable before their weighted sum (z-scores, "
+        "or reciprocal rank fusion); the weights are fitted on the valid split",
+    )
+    dense_only: bool = setting(False, "bundle: rank by a hybrid bundle's dense score alone, unfused")
+    runtime: ContextRuntime = setting(ContextRuntime.TORCH, RUNTIME_HELP)
 
 
 def _bm25(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
@@ -51,16 +71,18 @@ def _crm(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
 
 
 def _encoder(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
+    from quoter.hybrid_bundle import bundle_ranker
+
     bundle = _zero_shot(dataset, options)
-    return bundle.ranker_over(bundle.quotes, bundle.quote_vectors, options.encode_batch_size, _runtime(bundle, options))
+    return bundle_ranker(bundle, options.encode_batch_size, _runtime(bundle, options))
 
 
 def _zero_shot(dataset: QuoteDataset, options: MethodOptions) -> Bundle:
     """One pretrained model for both encoders, without sememes (untrained sememe embeddings are noise)."""
     # Imported here: torch and transformers take seconds to import, which every other command would pay.
-    from quoter.bundle import Bundle
+    from quoter.zero_shot_bundle import zero_shot_bundle
 
-    return Bundle.zero_shot(
+    return zero_shot_bundle(
         options.lang,
         dataset.quote_records(),
         options.model,
@@ -73,6 +95,7 @@ def _zero_shot(dataset: QuoteDataset, options: MethodOptions) -> Bundle:
 
 def _bundle(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
     from quoter.bundle import Bundle
+    from quoter.hybrid_bundle import ranker_over
     from quoter.quote_set import encode_quote_set, read_quote_set
 
     if options.bundle is None:
@@ -91,7 +114,7 @@ def _bundle(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
     records = [held.get(record.text, record) for record in dataset.quote_records()]
     quotes = encode_quote_set(bundle.quote_encoder, records, known, options.encode_batch_size)
     runtime = _runtime(bundle, options, Path(options.bundle))
-    return bundle.ranker_over(quotes.records, quotes.vectors, options.encode_batch_size, runtime)
+    return ranker_over(bundle, quotes.records, quotes.vectors, options.encode_batch_size, runtime)
 
 
 def _runtime(bundle: Bundle, options: MethodOptions, folder: Path | None = None) -> tuple[str, ContextVectors]:
@@ -103,7 +126,7 @@ def _runtime(bundle: Bundle, options: MethodOptions, folder: Path | None = None)
 
 
 def _hybrid(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
-    from quoter.hybrid_bundle import make_hybrid
+    from quoter.hybrid_bundle import bundle_ranker, make_hybrid
 
     valid = dataset.split("valid")
     if not valid:
@@ -112,7 +135,7 @@ def _hybrid(dataset: QuoteDataset, options: MethodOptions) -> Ranker:
     bundle = _zero_shot(dataset, options)
     bundle.lexical = options.lexical
     make_hybrid(bundle, dataset.split("train"), valid, options.fusion, options.encode_batch_size)
-    return bundle.ranker_over(bundle.quotes, bundle.quote_vectors, options.encode_batch_size, _runtime(bundle, options))
+    return bundle_ranker(bundle, options.encode_batch_size, _runtime(bundle, options))
 
 
 METHODS: dict[str, Callable[[QuoteDataset, MethodOptions], Ranker]] = {

@@ -23,6 +23,8 @@ Settings = TypeVar("Settings")
 
 # A config file's key that names the config file it builds on.
 BASE_KEY = "base"
+# The metadata key of a settings field's help (see `setting`).
+HELP_KEY = "help"
 
 
 def load_settings(
@@ -151,6 +153,13 @@ def _convert(hint: Any, value: Any, key: str) -> Any:
         if value is None and type(None) in options:
             return None
         (hint,) = [option for option in options if option is not type(None)]
+    if typing.get_origin(hint) is dict:
+        if not isinstance(value, dict):
+            raise QuoterError(f"{key}: expected a mapping, got {value!r}")
+        name_hint, item = typing.get_args(hint)
+        return {
+            _convert(name_hint, name, key): _convert(item, element, f"{key}.{name}") for name, element in value.items()
+        }
     if typing.get_origin(hint) in (tuple, list):
         if not isinstance(value, (list, tuple)):
             raise QuoterError(f"{key}: expected a list, got {value!r}")
@@ -184,7 +193,8 @@ def _convert(hint: Any, value: Any, key: str) -> Any:
 
 
 def config_to_dict(settings: Any) -> dict[str, Any]:
-    """The settings as plain JSON-able values (enums by value, tuples as lists), e.g. for a bundle's info."""
+    """The settings as plain JSON-able values (enums by value, tuples as lists, mappings copied), e.g. for a
+    bundle's info."""
     result = {}
     for item in dataclasses.fields(settings):
         value = getattr(settings, item.name)
@@ -194,6 +204,8 @@ def config_to_dict(settings: Any) -> dict[str, Any]:
             value = value.value
         elif isinstance(value, tuple):
             value = [element.value if isinstance(element, Enum) else element for element in value]
+        elif isinstance(value, dict):
+            value = dict(value)
         result[item.name] = value
     return result
 
@@ -202,3 +214,9 @@ def at_least(name: str, value: int | float, low: int | float) -> None:
     """A setting's lower bound, as the one-line error of a dataclass's __post_init__."""
     if value < low:
         raise QuoterError(f"{name}: must be at least {low}, got {value}")
+
+
+def setting(default: Any, help: str) -> Any:
+    """A settings field with its one default and its help, which the command-line option made from it shows
+    (quoter.cli.options); the dataclass field carries it as metadata."""
+    return dataclasses.field(default=default, metadata={HELP_KEY: help})

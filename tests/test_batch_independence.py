@@ -21,7 +21,8 @@ from quoter.encoders.backend.onnx_export import export_onnx, quantize_onnx_int8
 from quoter.encoders.backend.runtime_config import MAX_BATCH_DEVIATION, ContextRuntime
 from quoter.languages import Language
 from quoter.ranking import Query
-from quoter.serving.recommender import RecommenderConfig, context_runtime
+from quoter.serving.recommender import context_runtime
+from quoter.serving.settings import RecommenderConfig
 from tests.quantization_fixtures import loud_weights
 from tests.serving_fixtures import tiny_bundle
 

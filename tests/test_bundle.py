@@ -14,10 +14,12 @@ from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.pooling import GapMarker, Pooling, PoolingMode
 from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.errors import InputError
+from quoter.hybrid_bundle import bundle_ranker
 from quoter.languages import Language
 from quoter.ranking import Query
 from quoter.sememes.alignment import SememeAnnotator
 from quoter.sememes.sources import LexiconConfig, load_lexicon
+from quoter.zero_shot_bundle import zero_shot_bundle
 from tests.encoder_fixtures import tiny_model, tiny_tokenizer
 from tests.training_fixtures import write_model
 
@@ -48,7 +50,7 @@ def test_save_then_load_ranks_identically(chinese_bundle, tmp_path):
     loaded = Bundle.load(tmp_path / "bundle")
     assert loaded.language is Language.ZH and loaded.quotes == QUOTES and loaded.info == {"note": "test"}
     np.testing.assert_array_equal(loaded.quote_vectors, chinese_bundle.quote_vectors)
-    np.testing.assert_array_equal(loaded.ranker().score(QUERIES), chinese_bundle.ranker().score(QUERIES))
+    np.testing.assert_array_equal(bundle_ranker(loaded).score(QUERIES), bundle_ranker(chinese_bundle).score(QUERIES))
     # The loaded quote encoder still adds sememes, so a new quote is encoded as before.
     new_quote = ["我们学习"]
     np.testing.assert_array_equal(
@@ -106,7 +108,7 @@ def test_a_version_one_bundle_is_refused_with_how_to_upgrade_it_and_upgrades(chi
     (tmp_path / "sememes.txt").unlink()
     loaded = Bundle.load(tmp_path / "new")
     assert loaded.context_encoder.config == ContextEncoderConfig(32, Pooling(PoolingMode.MASK), GapMarker.MASK)
-    np.testing.assert_array_equal(loaded.ranker().score(QUERIES), chinese_bundle.ranker().score(QUERIES))
+    np.testing.assert_array_equal(bundle_ranker(loaded).score(QUERIES), bundle_ranker(chinese_bundle).score(QUERIES))
     new_quote = ["我们学习"]
     np.testing.assert_array_equal(
         loaded.quote_encoder.encode(new_quote), chinese_bundle.quote_encoder.encode(new_quote)
@@ -123,7 +125,7 @@ def test_glosses_are_saved_with_the_quotes(chinese_bundle, tmp_path):
 def test_a_zero_shot_bundle_from_a_local_model(tmp_path):
     # Weights drawn wide, as for training's tests: with the tiny model's own, all vectors are nearly alike.
     folder = write_model(tmp_path / "model")
-    bundle = Bundle.zero_shot(Language.ZH, QUOTES, model=str(folder))
+    bundle = zero_shot_bundle(Language.ZH, QUOTES, model=str(folder))
     assert bundle.quote_encoder.annotator is None and bundle.info["trained"] is False
     # A plain BERT is read as the paper reads it: a quote at [CLS], a context at the [MASK] standing in its gap.
     model, tokenizer = BertModel.from_pretrained(folder), BertTokenizerFast.from_pretrained(folder)
@@ -139,7 +141,9 @@ def test_a_zero_shot_bundle_from_a_local_model(tmp_path):
         left, right = (tokenizer(side, add_special_tokens=False)["input_ids"] for side in (query.left, query.right))
         ids = [tokenizer.cls_token_id, *left, tokenizer.mask_token_id, *right, tokenizer.sep_token_id]
         contexts.append(state(ids, len(left) + 1))
-    np.testing.assert_allclose(bundle.ranker().score(QUERIES), np.stack(contexts) @ quotes.T, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(
+        bundle_ranker(bundle).score(QUERIES), np.stack(contexts) @ quotes.T, rtol=1e-5, atol=1e-4
+    )
 
 
 def test_vectors_must_match_the_quotes(chinese_bundle):

@@ -19,12 +19,12 @@ import quoter.serving.http.app as serving_app
 from quoter.cli import app, main
 from quoter.encoders.backend.runtime_config import ContextRuntime
 from quoter.errors import QuoterError
-from quoter.evaluation.settings import EvaluateSettings
+from quoter.evaluation.settings import EvaluateConfig
 from quoter.languages import Language
 from quoter.serving.http.server_limits import ServerLimits
 from quoter.serving.live.index_config import IndexConfig
 from quoter.serving.micro_batching import BatchingConfig
-from quoter.serving.settings import ServeSettings
+from quoter.serving.settings import ServeConfig
 from quoter.settings import load_settings
 from tests.serving_fixtures import tiny_bundle
 
@@ -92,10 +92,10 @@ def test_serve_options_keep_working_and_name_their_settings(served, hosted, engl
     assert recommender.config.index.kind.value == "ivf"
     assert hosted["app_config"].limits.allowed_hosts == ("b.example",)
     assert calls["options"]["timeout_keep_alive"] == 20
-    # Without a config: the defaults, each written once in ServeSettings.
+    # Without a config: the defaults, each written once in ServeConfig.
     result, calls = served("--bundle", english_bundle, "--runtime", "torch")
     assert result.exit_code == 0, result.output
-    default = ServeSettings()
+    default = ServeConfig()
     assert (calls["host"], calls["port"], hosted["threads"]) == (default.host, default.port, default.threads)
     assert hosted["recommenders"][0].config.batching == default.batching
     assert hosted["app_config"].limits == default.limits
@@ -127,7 +127,7 @@ def known(cls: type) -> str:
     [
         (["serve", "--set", "batching.max_wait=3"], None, "batching.max_wait: unknown setting; known in this "
          f"section: {known(BatchingConfig)}"),
-        (["serve"], "prot: 80\n", f"prot: unknown setting; known in this section: {known(ServeSettings)}"),
+        (["serve"], "prot: 80\n", f"prot: unknown setting; known in this section: {known(ServeConfig)}"),
         (["serve", "--set", "port=eighty"], None, "port: expected an integer, got 'eighty'"),
         (["serve"], "limits:\n  keep_alive_s: long\n", "limits.keep_alive_s: expected an integer, got 'long'"),
         (["serve", "--set", "port=0"], None, "port: must be from 1 to 65535, got 0"),
@@ -135,7 +135,7 @@ def known(cls: type) -> str:
         (["serve", "--set", "threads"], None, "expected key=value (e.g. batching.max_batch=16), got 'threads'"),
         (["batch", "--input", "in.jsonl", "--output", "out.jsonl", "--set", "batch.k=ten"], None,
          "batch.k: expected an integer, got 'ten'"),
-        (["evaluate"], "methd: bm25\n", f"methd: unknown setting; known in this section: {known(EvaluateSettings)}"),
+        (["evaluate"], "methd: bm25\n", f"methd: unknown setting; known in this section: {known(EvaluateConfig)}"),
         (["evaluate", "--set", "batch_size=many"], None, "batch_size: expected an integer, got 'many'"),
         (["evaluate", "--set", "lexical.k1=high"], None, "lexical.k1: expected a number, got 'high'"),
         (["evaluate"], "split: train\n", "split: expected one of test, valid, got 'train'"),
@@ -196,13 +196,13 @@ def test_evaluate_with_a_config_equals_the_same_options(monkeypatch, capsys, tmp
 def test_lists_and_tuples_are_typed_item_by_item(tmp_path):
     config = tmp_path / "s.yaml"
     config.write_text("limits:\n  allowed_hosts: [a.example, 7]\n", encoding="utf-8")
-    assert load_settings(ServeSettings, config).limits.allowed_hosts == ("a.example", "7")
+    assert load_settings(ServeConfig, config).limits.allowed_hosts == ("a.example", "7")
     config.write_text("limits:\n  allowed_hosts: a.example\n", encoding="utf-8")
     with pytest.raises(QuoterError, match=r"^limits.allowed_hosts: expected a list, got 'a.example'$"):
-        load_settings(ServeSettings, config)
+        load_settings(ServeConfig, config)
     config.write_text("limits:\n  allowed_hosts: [[a]]\n", encoding="utf-8")
     with pytest.raises(QuoterError, match=r"^limits.allowed_hosts\[0\]: expected a string, got \['a'\]$"):
-        load_settings(ServeSettings, config)
+        load_settings(ServeConfig, config)
 
 
 def test_a_batch_config_with_overrides_reaches_the_run(english_bundle, tmp_path, monkeypatch):

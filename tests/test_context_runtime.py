@@ -28,7 +28,8 @@ from quoter.encoders.fingerprint import saved_tokenizer
 from quoter.encoders.pooling import GapMarker, Pooling, PoolingMode
 from quoter.languages import Language
 from quoter.ranking import Query
-from quoter.serving.recommender import Recommender, RecommenderConfig
+from quoter.serving.recommender import Recommender
+from quoter.serving.settings import RecommenderConfig
 from tests.encoder_fixtures import tiny_model, tiny_tokenizer
 from tests.quantization_fixtures import loud_weights
 from tests.serving_fixtures import tiny_bundle

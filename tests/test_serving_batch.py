@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from quoter.batch.contexts import read_contexts
 from quoter.batch.job import partial_path, run_batch
 from quoter.batch.resume import run_record_path
-from quoter.batch.settings import BatchConfig
+from quoter.batch.settings import BatchOutputConfig
 from quoter.bundle import Bundle
 from quoter.cli import app
 from quoter.errors import InputError
@@ -130,7 +130,7 @@ def interrupted_run(bundle_folder, source, output):
 
     recommender.recommend = failing
     with pytest.raises(Interrupted):
-        run_batch(recommender, read_contexts(source), output, BatchConfig(chunk=3), progress=False)
+        run_batch(recommender, read_contexts(source), output, BatchOutputConfig(chunk=3), progress=False)
 
 
 def test_resume_after_an_interruption_gives_the_uninterrupted_output(bundle_folder, tmp_path):

@@ -10,6 +10,7 @@ from scipy.special import softmax
 from quoter.bundle import Bundle, QuoteRecord
 from quoter.datasets import Sample
 from quoter.fusion import Fusion
+from quoter.hybrid_bundle import bundle_ranker
 from quoter.ranking import Query
 from quoter.serving.recommender import Recommender
 from tests.serving_fixtures import tiny_bundle
@@ -31,7 +32,7 @@ def hybrid(tmp_path) -> Bundle:
 
 def test_the_server_ranks_a_hybrid_bundle_as_evaluation_does(hybrid):
     queries = [Query("my pet", "purred"), Query("the farm animal", ""), Query("the cat sat", "")]
-    expected = hybrid.ranker().score(queries)
+    expected = bundle_ranker(hybrid).score(queries)
     found = Recommender(hybrid).recommend(queries, k=3)
     for row, results in zip(expected, found):
         assert [r.id for r in results] == list(np.argsort(-row, kind="stable")[:3])
@@ -42,7 +43,7 @@ def test_the_server_ranks_a_hybrid_bundle_as_evaluation_does(hybrid):
     assert [found[0][0].id, found[1][0].id] == [0, 1]  # CRM: the quotes of the known contexts
     # knn counts: without it the fused scores differ.
     hybrid.known_vectors = None
-    assert not np.allclose(hybrid.ranker().score(queries), expected)
+    assert not np.allclose(bundle_ranker(hybrid).score(queries), expected)
 
 
 def test_a_quote_added_at_run_time_is_ranked_without_training_contexts(hybrid, tmp_path):

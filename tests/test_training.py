@@ -16,6 +16,7 @@ from quoter.encoders.configs import ContextEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.pooling import PoolingMode
 from quoter.errors import QuoterError
+from quoter.hybrid_bundle import bundle_ranker
 from quoter.languages import Language
 from quoter.methods import MethodOptions, build_ranker
 from quoter.metrics import rank_metrics, ranks_from_scores
@@ -23,7 +24,7 @@ from quoter.quote_record import QuoteRecord
 from quoter.ranking import Query
 from quoter.training.batches import shuffled_batches
 from quoter.training.config import NegativeConfig, StageConfig
-from quoter.training.data import QuoteDataModule, TrainingData
+from quoter.training.data import QuoteDataModule, SampleCollator, TrainingData
 from quoter.training.joint_module import JointModule
 from quoter.training.negatives import NegativeSampler
 from quoter.training.pipeline import build_encoders, checkpoint_folder, train
@@ -42,8 +43,9 @@ def valid_mrr(encoders, data: TrainingData, quote_vectors: np.ndarray) -> float:
 
 def mean_loss(module, data: TrainingData, **kwargs) -> float:
     module.eval()
+    batch = SampleCollator(module.context_encoder, data.train)(list(range(len(data.train))))
     with torch.no_grad():
-        return float(module.batch_loss(torch.arange(len(data.train)), **kwargs))
+        return float(module.batch_loss(batch, **kwargs))
 
 
 def test_stage_one_lowers_the_loss_and_raises_the_validation_mrr(tmp_path):
@@ -52,10 +54,10 @@ def test_stage_one_lowers_the_loss_and_raises_the_validation_mrr(tmp_path):
     torch.manual_seed(0)
     encoders = build_encoders(config, Language.EN)
     negatives = NegativeSampler(data.train_quote_ids, config.negatives, seed=1)
-    module = JointModule(encoders.context, encoders.quote, data, config.joint, negatives)
+    module = JointModule(encoders.context, encoders.quote, data.records, config.joint, negatives)
     loss_before = mean_loss(module, data, epoch=0)
     mrr_before = valid_mrr(encoders, data, encoders.quote.encode(data.quotes))
-    datamodule = QuoteDataModule(data, 4, 16, 1, distinct_quotes=False)
+    datamodule = QuoteDataModule(data, encoders.context, 4, 16, 1, distinct_quotes=False)
     metrics = run_stage(module, datamodule, config.joint, config.run, tmp_path / "run", "joint")
     assert mean_loss(module, data, epoch=0) < loss_before
     mrr_after = valid_mrr(encoders, data, encoders.quote.encode(data.quotes))
@@ -70,11 +72,12 @@ def test_stage_two_trains_the_same_context_encoder_against_frozen_quotes(tmp_pat
     encoders = build_encoders(config, Language.EN)
     quote_vectors = encoders.quote.encode(data.quotes)
     quote_weights = {k: v.clone() for k, v in encoders.quote.state_dict().items()}
-    module = RetrainModule(encoders.context, quote_vectors, data, config.retrain)
+    module = RetrainModule(encoders.context, quote_vectors, data.train_quote_ids, config.retrain)
     assert module.context_encoder is encoders.context
     loss_before = mean_loss(module, data)
     mrr_before = valid_mrr(encoders, data, quote_vectors)
-    run_stage(module, QuoteDataModule(data, 4, 16, 1, False), config.retrain, config.run, tmp_path / "run", "re")
+    datamodule = QuoteDataModule(data, encoders.context, 4, 16, 1, False)
+    run_stage(module, datamodule, config.retrain, config.run, tmp_path / "run", "re")
     assert mean_loss(module, data) < loss_before
     assert valid_mrr(encoders, data, quote_vectors) > mrr_before + 0.1
     for key, value in encoders.quote.state_dict().items():
@@ -98,7 +101,7 @@ def test_negatives_come_only_from_train_quotes(tmp_path):
     tokenizer = tiny_tokenizer(tmp_path / "tokenizer")
     context = ContextEncoder(tiny_model(tokenizer), tokenizer, ContextEncoderConfig(max_length=32))
     vectors = np.arange(len(data.quotes) * 16, dtype=np.float32).reshape(len(data.quotes), 16)
-    module = RetrainModule(context, vectors, data, StageConfig())
+    module = RetrainModule(context, vectors, data.train_quote_ids, StageConfig())
     kept = [row for row in range(len(data.quotes)) if row not in held_out]
     np.testing.assert_array_equal(module.train_quote_vectors.numpy(), vectors[kept])
 
@@ -140,7 +143,7 @@ def test_lower_layers_can_be_frozen_and_the_quote_encoder_given_its_own_learning
         assert all(p.requires_grad for p in model.encoder.layer[1].parameters())
     data = training_data(tmp_path / "d")
     negatives = NegativeSampler(data.train_quote_ids, config.negatives, seed=1)
-    module = JointModule(encoders.context, encoders.quote, data, config.joint, negatives)
+    module = JointModule(encoders.context, encoders.quote, data.records, config.joint, negatives)
     context_group, quote_group = module.parameter_groups()
     assert quote_group["lr"] == 1e-3 and "lr" not in context_group
     assert {id(p) for p in quote_group["params"]} == {id(p) for p in encoders.quote.parameters() if p.requires_grad}
@@ -154,15 +157,16 @@ def test_the_vector_cache_adds_every_other_train_quote_to_the_softmax_without_gr
     config = tiny_config(tmp_path, **{"negatives.count": "3", "negatives.cache": "true"})
     encoders = build_encoders(config, Language.EN)
     negatives = NegativeSampler(data.train_quote_ids, config.negatives, seed=1)
-    module = JointModule(encoders.context, encoders.quote, data, config.joint, negatives)
+    module = JointModule(encoders.context, encoders.quote, data.records, config.joint, negatives)
     module.eval()
     pool = negatives.pool.tolist()
     negatives.mine(encoders.quote.encode([data.quotes[q] for q in pool]), epoch=0)
     ids = torch.arange(4)
-    cached_loss = module.batch_loss(ids, epoch=0)
+    batch = SampleCollator(encoders.context, data.train)(ids.tolist())
+    cached_loss = module.batch_loss(batch, epoch=0)
     # The loss over all train quotes, computed directly: the gold quote's softmax over the whole pool.
     with torch.no_grad():
-        contexts = module.train_context_vectors(ids)
+        contexts = module.context_encoder(batch.contexts)
         scores = contexts @ negatives.cached_vectors.T
         gold_rows = [pool.index(data.train[i].quote_id) for i in ids.tolist()]
         expected = torch.nn.functional.cross_entropy(scores, torch.tensor(gold_rows))
@@ -208,8 +212,10 @@ def _joint_run(tmp_path, config, folder, kill_at=None):
     torch.manual_seed(0)
     encoders = build_encoders(config, Language.EN)
     negatives = NegativeSampler(data.train_quote_ids, config.negatives, seed=1)
-    module = WatchedJointModule(encoders.context, encoders.quote, data, config.joint, negatives, kill_at=kill_at)
-    datamodule = QuoteDataModule(data, config.joint.batch_size, 16, 1, config.negatives.in_batch)
+    module = WatchedJointModule(
+        encoders.context, encoders.quote, data.records, config.joint, negatives, kill_at=kill_at
+    )
+    datamodule = QuoteDataModule(data, encoders.context, config.joint.batch_size, 16, 1, config.negatives.in_batch)
     run_stage(module, datamodule, config.joint, config.run, folder, "joint")
     return module
 
@@ -252,14 +258,16 @@ def test_the_pipeline_writes_a_bundle_that_ranks_the_same_after_loading(tmp_path
     assert not checkpoint_folder(config).exists()  # the bundle written, the checkpoints are of no more use
     loaded = Bundle.load(config.run.output)
     queries = [Query("the cat", "a ."), Query("dog", "")]
-    np.testing.assert_allclose(loaded.ranker().score(queries), bundle.ranker().score(queries), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        bundle_ranker(loaded).score(queries), bundle_ranker(bundle).score(queries), rtol=1e-5, atol=1e-6
+    )
     assert loaded.info["trained"] is True and set(loaded.info["validation"]) == {"joint", "retrain"}
     assert len(loaded.quotes) == len(bundle.quotes) == 10
     # Evaluated on a data file whose quote set is in another order and has a quote the bundle lacks.
     new_quote = "the cat ran home"
     other = QuoteDataset(path=Path("other.tsv"), quotes=[*reversed(bundle_texts(bundle)), new_quote], samples=[])
     scores = build_ranker("bundle", other, MethodOptions(bundle=config.run.output)).score(queries)
-    expected = bundle.ranker().score(queries)[:, ::-1]
+    expected = bundle_ranker(bundle).score(queries)[:, ::-1]
     np.testing.assert_allclose(scores[:, :-1], expected, rtol=1e-5, atol=1e-6)
     new_vector = bundle.quote_encoder.encode([new_quote])[0]
     np.testing.assert_allclose(scores[:, -1], bundle.context_encoder.encode(queries) @ new_vector, rtol=1e-5, atol=1e-6)
@@ -275,7 +283,7 @@ def test_a_hybrid_bundle_keeps_its_fitted_fusion_and_known_contexts(tmp_path):
     valid = training_data(tmp_path / "same-data").valid
     valid_queries, gold = [Query(s.left, s.right) for s in valid], [s.quote_id for s in valid]
     dense_scores = bundle.context_encoder.encode(valid_queries) @ bundle.quote_vectors.T
-    fused_scores = bundle.ranker().score(valid_queries)
+    fused_scores = bundle_ranker(bundle).score(valid_queries)
     assert fitted["valid_mrr_dense"] == pytest.approx(np.mean(1.0 / ranks_from_scores(dense_scores, gold)))
     assert fitted["valid_mrr"] == pytest.approx(np.mean(1.0 / ranks_from_scores(fused_scores, gold)))
     assert fitted["valid_mrr"] > fitted["valid_mrr_dense"]
@@ -290,8 +298,10 @@ def test_a_hybrid_bundle_keeps_its_fitted_fusion_and_known_contexts(tmp_path):
     np.testing.assert_allclose(loaded.known_vectors, bundle.context_encoder.encode(known), rtol=1e-5, atol=1e-6)
     assert set(fitted["valid_mrr_alone"]) == {"dense", "bm25", "crm", "knn"}
     queries = [Query("the cat", "a ."), Query("dog", "")]
-    np.testing.assert_allclose(loaded.ranker().score(queries), bundle.ranker().score(queries), rtol=1e-5, atol=1e-6)
-    assert [bundle_texts(loaded)[row] for row in loaded.ranker().score(queries).argmax(axis=1)] == [
+    np.testing.assert_allclose(
+        bundle_ranker(loaded).score(queries), bundle_ranker(bundle).score(queries), rtol=1e-5, atol=1e-6
+    )
+    assert [bundle_texts(loaded)[row] for row in bundle_ranker(loaded).score(queries).argmax(axis=1)] == [
         "cat cat .",
         "dog dog .",
     ]
@@ -299,7 +309,7 @@ def test_a_hybrid_bundle_keeps_its_fitted_fusion_and_known_contexts(tmp_path):
     glossed = {text: QuoteRecord(text, "", "dog dog dog") for text in bundle_texts(bundle)}
     same_quotes = QuoteDataset(path=Path("same.tsv"), quotes=bundle_texts(bundle), samples=[], details=glossed)
     fused = build_ranker("bundle", same_quotes, MethodOptions(bundle=config.run.output)).score(queries)
-    np.testing.assert_allclose(fused, bundle.ranker().score(queries), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(fused, bundle_ranker(bundle).score(queries), rtol=1e-5, atol=1e-6)
     # --dense-only ranks by the trained model's inner product alone.
     dense = build_ranker("bundle", same_quotes, MethodOptions(bundle=config.run.output, dense_only=True))
     expected = bundle.context_encoder.encode(queries) @ bundle.quote_vectors.T
@@ -339,7 +349,7 @@ def test_training_from_mean_pooling_with_glosses_keeps_both_in_the_bundle(tmp_pa
     np.testing.assert_allclose(loaded.quote_vectors[row], with_gloss, rtol=1e-5, atol=1e-6)
     assert not np.allclose(loaded.quote_encoder.encode(["cat cat ."])[0], with_gloss, atol=1e-4)
     queries = [Query("the cat", "")]
-    np.testing.assert_allclose(loaded.ranker().score(queries), bundle.ranker().score(queries), rtol=1e-5)
+    np.testing.assert_allclose(bundle_ranker(loaded).score(queries), bundle_ranker(bundle).score(queries), rtol=1e-5)
 
 
 def test_a_step_limit_within_the_first_epoch_still_validates_and_keeps_the_best_weights(tmp_path):

@@ -13,7 +13,8 @@ import scipy.sparse as sp
 
 @dataclass(frozen=True)
 class LexicalConfig:
-    """BM25 settings shared by the lexical baselines (bm25s defaults, Lucene's variant)."""
+    """BM25 settings shared by the lexical baselines (bm25s defaults, Lucene's variant); a hybrid bundle keeps
+    those of its BM25 and CRM signals in its bundle.json."""
 
     k1: float = 1.5
     b: float = 0.75

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from quoter.atomic_files import check_not_an_input, check_output_file, write_json_atomic
 from quoter.batch.contexts import BatchContext
 from quoter.batch.resume import check_resumable, run_record, run_record_path
-from quoter.batch.settings import BatchConfig
+from quoter.batch.settings import BatchOutputConfig
 from quoter.errors import InputError, QuoterError
 from quoter.progress import progress_bar
 from quoter.ranking import Query
@@ -85,7 +85,7 @@ def run_batch(
     recommender: Recommender,
     contexts: Sequence[BatchContext],
     output: str | Path,
-    config: BatchConfig = BatchConfig(),
+    config: BatchOutputConfig = BatchOutputConfig(),
     resume: bool = False,
     progress: bool = True,
 ) -> int:

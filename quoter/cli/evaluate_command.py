@@ -10,77 +10,54 @@ from typing import Annotated, Optional
 import typer
 
 from quoter.atomic_files import check_not_an_input, check_output_file, write_json_atomic
-from quoter.baselines.crm import Aggregate
-from quoter.cli.options import QUOTE_SET_HELP, RUNTIME_HELP, CommandSettings, PartOption, SplitsOption
+from quoter.cli.options import CommandSettings, PartOption, SplitsOption
 from quoter.datasets import load_dataset
 from quoter.datasets.example_set import EXAMPLE_DATA
-from quoter.encoders.backend.runtime_config import ContextRuntime
-from quoter.encoders.model_sources import DEFAULT_MODELS, OFFLINE_MODELS, OFFLINE_PREFIX
-from quoter.encoders.pooling import GapMarker, PoolingChoice
 from quoter.encoders.ranker import EncoderRanker
 from quoter.evaluation import evaluate, render_report
 from quoter.evaluation.candidates import read_candidates
 from quoter.evaluation.plot import check_plot_path, write_plot
-from quoter.evaluation.settings import EvaluateSettings, Split
-from quoter.fusion import FusionRule, HybridRanker
-from quoter.languages import Language, choose_language
-from quoter.methods import METHODS, build_ranker
+from quoter.evaluation.settings import EvaluateConfig
+from quoter.fusion import HybridRanker
+from quoter.languages import choose_language
+from quoter.methods import build_ranker
 
-SETTINGS = CommandSettings(EvaluateSettings, "crm_aggregate=sum", "YAML settings of the evaluation.")
-ConfigOption, SetOption = SETTINGS.config_option, SETTINGS.set_option
-MODEL_HELP = (
-    "encoder: Hugging Face model name, local model folder, or an offline name "
-    f"({', '.join(OFFLINE_PREFIX + name for name in OFFLINE_MODELS)}). Default per language: "
-    + ", ".join(f"{language.value} {name}" for language, name in DEFAULT_MODELS.items())
-)
-POOLING_HELP = (
-    "encoder: the model's native pooling (mean and cosine for the offline models), the paper's (context at the "
-    "[MASK] in the gap, quote at [CLS]), BERT-Sim's [CLS], or mean pooling"
-)
-FUSION_HELP = (
-    "hybrid: how the encoder's, BM25's and CRM's scores are made comparable before their weighted sum (z-scores, "
-    "or reciprocal rank fusion); the weights are fitted on the valid split"
+SETTINGS = CommandSettings(
+    EvaluateConfig,
+    "crm_aggregate=sum",
+    "YAML settings of the evaluation.",
+    {
+        "method": None,
+        "split": None,
+        "left_only": None,
+        "lang": None,
+        "crm_aggregate": None,
+        "model": None,
+        "pooling": "--context-pooling",
+        "gap": None,
+        "gloss": "--gloss/--no-gloss",
+        "fusion": None,
+        "dense_only": None,
+        "runtime": None,
+        "bundle": None,
+        "quotes": None,
+        "batch_size": None,
+    },
 )
 
 
+@SETTINGS.command
 def evaluate_command(
-    context: typer.Context,
-    config: ConfigOption = None,
-    set_: SetOption = None,
-    method: str = SETTINGS.option("method", f"Recommendation method: {', '.join(METHODS)}"),
     data: Annotated[
         Optional[Path],
         typer.Option(help="QuoteR TSV or JSONL file. Default: the small built-in example set of English proverbs."),
     ] = None,
     splits: SplitsOption = None,
     part: PartOption = None,
-    split: Split = SETTINGS.option("split", "Which split's contexts to rank"),
-    left_only: bool = SETTINGS.option(
-        "left_only", "Drop the right context: autocomplete, the paper's Appendix B", "--left-only"
-    ),
-    lang: Optional[Language] = SETTINGS.option(
-        "lang", "Language for lexical methods. Default: the part's language, else guessed from the quotes"
-    ),
-    crm_aggregate: Aggregate = SETTINGS.option(
-        "crm_aggregate", "crm: how the scores of a quote's training contexts are combined"
-    ),
-    model: Optional[str] = SETTINGS.option("model", MODEL_HELP),
-    context_pooling: PoolingChoice = SETTINGS.option("pooling", POOLING_HELP, "--context-pooling"),
-    gap: Optional[GapMarker] = SETTINGS.option(
-        "gap", "encoder, mean pooling: what stands in the gap (mask token, '___', nothing). Default: the model's"
-    ),
     glosses: Annotated[
         Optional[Path],
         typer.Option(help="Quote list quote<TAB>source<TAB>gloss giving the data file's quotes their glosses."),
     ] = None,
-    gloss: bool = SETTINGS.option(
-        "gloss", "encoder: read each quote with its gloss, given by --glosses", "--gloss/--no-gloss"
-    ),
-    fusion: FusionRule = SETTINGS.option("fusion", FUSION_HELP),
-    dense_only: bool = SETTINGS.option(
-        "dense_only", "bundle: rank by a hybrid bundle's dense score alone, unfused", "--dense-only"
-    ),
-    runtime: ContextRuntime = SETTINGS.option("runtime", RUNTIME_HELP),
     candidates: Annotated[
         Optional[Path],
         typer.Option(
@@ -88,9 +65,6 @@ def evaluate_command(
             "the data file); reports how often the gold quote beats the other candidates."
         ),
     ] = None,
-    bundle: Optional[Path] = SETTINGS.option("bundle", "bundle: folder of a bundle written by `quoter train`"),
-    quotes: Optional[Path] = SETTINGS.option("quotes", f"bundle: {QUOTE_SET_HELP}"),
-    batch_size: int = SETTINGS.option("batch_size", "Contexts scored at once"),
     out: Annotated[Optional[Path], typer.Option(help="Write the metrics as JSON to this file.")] = None,
     plot: Annotated[
         Optional[Path],
@@ -99,9 +73,10 @@ def evaluate_command(
             help="Draw the gold-rank distribution and MRR by the gold quote's training contexts into this PNG.",
         ),
     ] = None,
+    *,
+    settings: EvaluateConfig,
 ) -> None:
     """Evaluate a method with MRR, NDCG@5, Recall@1/10/100 and rank statistics over the full quote set."""
-    settings = SETTINGS.load(context, evaluate_command, config, set_)
     method = settings.method
     inputs = {"--data": data, "--splits": splits, "--glosses": glosses, "--candidates": candidates}
     if out is not None:

@@ -8,28 +8,40 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from quoter.batch.settings import BatchSettings
-from quoter.cli.options import QUOTE_SET_HELP, RUNTIME_HELP, CommandSettings
-from quoter.encoders.backend.runtime_config import ContextRuntime
+from quoter.batch.settings import BatchConfig
+from quoter.cli.options import QUOTE_SET_HELP, CommandSettings
 from quoter.errors import InputError, QuoterError
 from quoter.languages import Language
 from quoter.serving.http.server_limits import is_loopback
-from quoter.serving.live.index_config import IndexKind
-from quoter.serving.settings import ServeSettings, complete_serve_settings
+from quoter.serving.settings import ServeConfig, complete_serve_config
 
 API_KEY_ENV = "QUOTER_API_KEY"
 API_KEY_FILE_ENV = "QUOTER_API_KEY_FILE"
 STATE_ENV = "QUOTER_STATE"
+# What ranks, with the same options in both commands.
+RANKING_FLAGS = {"runtime": None, "int8": None, "index.kind": "--index", "threads": None}
 SERVE = CommandSettings(
-    ServeSettings, "batching.max_batch=16", "YAML settings of the server.", complete=complete_serve_settings
+    ServeConfig,
+    "batching.max_batch=16",
+    "YAML settings of the server.",
+    {
+        "host": None,
+        "port": None,
+        "limits.allowed_hosts": "--allowed-host",
+        "limits.max_body_bytes": None,
+        "limits.max_queued_contexts": "--max-queue",
+        "limits.keep_alive_s": "--keep-alive",
+        "limits.header_timeout_s": "--header-timeout",
+        "limits.body_timeout_s": "--body-timeout",
+        **RANKING_FLAGS,
+        "batching.max_batch": None,
+        "batching.max_wait_ms": None,
+        "batching.max_batch_tokens": None,
+    },
+    complete=complete_serve_config,
 )
-BATCH = CommandSettings(BatchSettings, "batch.k=20", "YAML settings of the run.")
-INT8_HELP = "Quantize the context encoder to int8: faster on CPU, scores differ slightly"
-INDEX_HELP = "Quote search: exact, or approximate (IVF) for very large quote sets"
-THREADS_HELP = "CPU threads per encoder call and search: torch, ONNX Runtime, faiss"
-ALLOWED_HOST_HELP = (
-    "A Host header value to answer (repeatable; * for any), e.g. a proxy's name. Default: the loopback names on "
-    "loopback, any on 0.0.0.0, else the --host address. Others get 400"
+BATCH = CommandSettings(
+    BatchConfig, "batch.k=20", "YAML settings of the run.", {"batch.k": None, "batch.left_only": None, **RANKING_FLAGS}
 )
 
 
@@ -106,12 +118,8 @@ def read_api_key(api_key: str | None, api_key_file: Path | None) -> str | None:
     return key
 
 
+@SERVE.command
 def serve_command(
-    context: typer.Context,
-    config: SERVE.config_option = None,
-    set_: SERVE.set_option = None,
-    host: str = SERVE.option("host", "Address to listen on; 0.0.0.0 for every interface"),
-    port: int = SERVE.option("port", "Port to listen on"),
     bundle: HostedOption = None,
     quotes: HostedQuotesOption = None,
     state: StateOption = None,
@@ -131,35 +139,10 @@ def serve_command(
         Optional[Path],
         typer.Option(envvar=API_KEY_FILE_ENV, dir_okay=False, help="A file that holds the API key."),
     ] = None,
-    allowed_host: Optional[list[str]] = SERVE.option(
-        "limits.allowed_hosts", ALLOWED_HOST_HELP, "--allowed-host", default=None
-    ),
-    max_body_bytes: int = SERVE.option("limits.max_body_bytes", "The largest request body, in bytes; 413 beyond"),
-    max_queue: int = SERVE.option(
-        "limits.max_queued_contexts", "Contexts that may wait for the model; more get 503 with Retry-After"
-    ),
-    keep_alive: int = SERVE.option(
-        "limits.keep_alive_s",
-        "Seconds an idle connection stays open; keep it above clients' and proxies' idle timeouts",
-    ),
-    header_timeout: int = SERVE.option(
-        "limits.header_timeout_s", "Seconds a request's line and headers may take to arrive; then it is closed"
-    ),
-    body_timeout: int = SERVE.option(
-        "limits.body_timeout_s", "Seconds a request body may take to arrive; then 408 and the connection is closed"
-    ),
-    runtime: ContextRuntime = SERVE.option("runtime", RUNTIME_HELP),
-    int8: bool = SERVE.option("int8", INT8_HELP, "--int8"),
-    index: IndexKind = SERVE.option("index.kind", INDEX_HELP, "--index"),
-    max_batch: int = SERVE.option("batching.max_batch", "Concurrent requests encoded together at most"),
-    max_wait_ms: float = SERVE.option("batching.max_wait_ms", "How long a batch waits for more requests, in ms"),
-    max_batch_tokens: int = SERVE.option(
-        "batching.max_batch_tokens", "Context tokens encoded together at most, so that one encoder call stays short"
-    ),
-    threads: int = SERVE.option("threads", THREADS_HELP),
+    *,
+    settings: ServeConfig,
 ) -> None:
     """Serve recommendations over HTTP (API docs at /docs, demo page at /)."""
-    settings = SERVE.load(context, serve_command, config, set_)
     if bundle and lang:
         raise QuoterError("--lang chooses among the built-in bundles; with --bundle, host only the ones you give")
     if quotes and not bundle:
@@ -176,10 +159,9 @@ def serve_command(
     from quoter.serving.http.app import AppConfig, create_app
     from quoter.serving.http.head_timeout import head_timeout_protocol
 
-    recommender_config = settings.recommender_config(settings.batching)
     set_threads(settings.threads)
     if bundle:
-        recommenders = load_hosted(bundle, quotes or [], recommender_config, state, to_stderr)
+        recommenders = load_hosted(bundle, quotes or [], settings, state, to_stderr)
     else:
         languages = list(dict.fromkeys(lang or list(Language)))
         names = ", ".join(language.value for language in languages)
@@ -188,7 +170,7 @@ def serve_command(
             "(the first start takes a few minutes; what is learned is cached)",
             err=True,
         )
-        recommenders = default_recommenders(languages, recommender_config, state, to_stderr)
+        recommenders = default_recommenders(languages, settings, state, to_stderr)
         saved_in = state or default_state_folder()
         typer.echo(f"quotes added or removed are saved in {saved_in}/LANG (--state DIR to change)", err=True)
         if not all(can_save_changes(saved_in / language.value) for language in languages):
@@ -217,14 +199,12 @@ def serve_command(
     )
 
 
+@BATCH.command
 def batch_command(
-    context: typer.Context,
     input: Annotated[
         Path, typer.Option("--input", help='JSONL ({"left", "right", "id"}) or TSV (left<TAB>right, or QuoteR).')
     ],
     output: Annotated[Path, typer.Option(help="JSONL file of the top k quotes per context, in input order.")],
-    config: BATCH.config_option = None,
-    set_: BATCH.set_option = None,
     bundle: Annotated[
         Optional[Path], typer.Option(help="Bundle folder. Default: the built-in default of --lang's language.")
     ] = None,
@@ -233,18 +213,13 @@ def batch_command(
         Optional[Language], typer.Option(help="Without --bundle: the language of the built-in default to use.")
     ] = None,
     state: StateOption = None,
-    k: int = BATCH.option("batch.k", "Quotes per context"),
     resume: Annotated[
         bool, typer.Option("--resume", help="Keep the complete lines of OUTPUT.partial from a run that stopped.")
     ] = False,
-    left_only: bool = BATCH.option("batch.left_only", "Drop the right context: autocomplete", "--left-only"),
-    runtime: ContextRuntime = BATCH.option("runtime", RUNTIME_HELP),
-    int8: bool = BATCH.option("int8", INT8_HELP, "--int8"),
-    index: IndexKind = BATCH.option("index.kind", INDEX_HELP, "--index"),
-    threads: int = BATCH.option("threads", THREADS_HELP),
+    *,
+    settings: BatchConfig,
 ) -> None:
     """Recommend quotes for every context of a file."""
-    settings = BATCH.load(context, batch_command, config, set_)
     if bundle is None and lang is None:
         raise QuoterError("no model given: give --bundle DIR, or --lang LANG for the built-in default")
     if bundle is not None and lang is not None:
@@ -260,12 +235,11 @@ def batch_command(
     from quoter.serving.hosting import default_recommenders, hosted_recommender
 
     set_threads(settings.threads)
-    recommender_config = settings.recommender_config()
     # Quotes a server added to or removed from the served set count here too.
     if bundle is None:
-        recommender = default_recommenders([lang], recommender_config, state, to_stderr)[0]
+        recommender = default_recommenders([lang], settings, state, to_stderr)[0]
     else:
-        recommender = hosted_recommender(bundle, recommender_config, quotes, state)
+        recommender = hosted_recommender(bundle, settings, quotes, state)
     typer.echo(f"context encoder runtime: {recommender.runtime.describe()}", err=True)
     ranked = run_batch(recommender, contexts, output, settings.batch, resume)
     typer.echo(f"{output}: {len(contexts):,} contexts ({ranked:,} ranked now)", err=True)

@@ -17,10 +17,11 @@ from torch import nn
 from quoter.encoders.batching import encode_rows
 from quoter.encoders.configs import ENCODE_BATCH, ContextEncoderConfig
 from quoter.encoders.limits import segment_inputs, usable_length
-from quoter.encoders.pooling import GAP_TEXT, GapMarker, Pooling, PoolingMode
-from quoter.encoders.saved_encoder import load_encoder_model, read_encoder_settings, save_encoder
+from quoter.encoders.pooling import GAP_TEXT, GapMarker, PoolingMode
+from quoter.encoders.saved_encoder import FORMAT_KEYS, load_encoder_model, read_encoder_settings, save_encoder
 from quoter.errors import QuoterError
 from quoter.ranking import Query
+from quoter.saved_config import from_json, to_json
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
@@ -157,13 +158,7 @@ class ContextEncoder(nn.Module):
 
     def save(self, folder: Path) -> None:
         """Save model, tokenizer and settings; replaces `folder` atomically."""
-        settings = {
-            "format": SAVED_FORMAT,
-            "version": SAVED_VERSION,
-            "max_length": self.config.max_length,
-            "pooling": self.config.pooling.to_json(),
-            "gap": self.config.gap.value,
-        }
+        settings = {"format": SAVED_FORMAT, "version": SAVED_VERSION, **to_json(self.config)}
         save_encoder(Path(folder), self.model, self.tokenizer, CONFIG_FILE, settings)
 
     @classmethod
@@ -171,10 +166,6 @@ class ContextEncoder(nn.Module):
         """Load an encoder written by `save`."""
         required = ("max_length", "pooling", "gap")
         settings = read_encoder_settings(folder, CONFIG_FILE, "context encoder", SAVED_FORMAT, SAVED_VERSION, required)
-        config = ContextEncoderConfig(
-            max_length=int(settings["max_length"]),
-            pooling=Pooling.from_json(settings["pooling"]),
-            gap=GapMarker(settings["gap"]),
-        )
+        config = from_json(ContextEncoderConfig, settings, Path(folder) / CONFIG_FILE, beside=FORMAT_KEYS)
         model, tokenizer = load_encoder_model(folder)
         return cls(model, tokenizer, config)

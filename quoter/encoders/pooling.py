@@ -8,11 +8,12 @@ embedder gives nearly the same vector for any input, so pooling must follow the 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from quoter.errors import QuoterError
+from quoter.saved_config import to_json
 
 if TYPE_CHECKING:
     import torch
@@ -69,16 +70,8 @@ class Pooling:
         return vectors
 
     def to_json(self) -> dict[str, Any]:
-        """The settings as JSON values, for the saved encoder."""
-        return {**asdict(self), "mode": self.mode.value}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any] | str) -> Pooling:
-        """Read `to_json`'s output; a bare mode name (bundles saved before pooling was a part) means that mode
-        with no prompt and no normalisation."""
-        if isinstance(data, str):
-            return cls(PoolingMode(data))
-        return cls(PoolingMode(data["mode"]), str(data["prompt"]), bool(data["normalize"]), float(data["scale"]))
+        """The settings as JSON values, derived from the fields as saved encoders hold them."""
+        return to_json(self)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,11 +23,11 @@ from torch import nn
 from quoter.encoders.batching import encode_rows
 from quoter.encoders.configs import ENCODE_BATCH, QuoteEncoderConfig
 from quoter.encoders.limits import segment_inputs, usable_length
-from quoter.encoders.pooling import Pooling
-from quoter.encoders.saved_encoder import load_encoder_model, read_encoder_settings, save_encoder
+from quoter.encoders.saved_encoder import FORMAT_KEYS, load_encoder_model, read_encoder_settings, save_encoder
 from quoter.errors import InputError, QuoterError
 from quoter.languages import Language
 from quoter.quote_record import QuoteRecord
+from quoter.saved_config import from_json, to_json
 from quoter.sememes.alignment import SememeAnnotator, TokenSememe, token_sememes
 from quoter.sememes.saved_lexicon import load_saved_lexicon, save_lexicon
 
@@ -39,6 +39,8 @@ SAVED_VERSION = 2  # 2: the lexicon is saved inside the folder
 CONFIG_FILE = "quote_encoder.json"
 SEMEMES_FILE = "sememe_embeddings.safetensors"
 LEXICON_FILE = "sememe_lexicon.json"
+# What the settings hold beside the config's fields.
+OWN_KEYS = ("sememe_names", "language", "identity")
 # From this many quotes on, encoding takes long enough (tens of seconds for a base model on a CPU) to show a
 # progress bar on a terminal.
 PROGRESS_MIN_QUOTES = 3_000
@@ -205,11 +207,13 @@ class QuoteEncoder(nn.Module):
         return digest.hexdigest()
 
     def _settings(self) -> dict[str, Any]:
-        settings = {"format": SAVED_FORMAT, "version": SAVED_VERSION, **asdict(self.config)}
-        settings["pooling"] = self.config.pooling.to_json()
-        settings["sememe_names"] = list(self.sememe_names)
-        settings["language"] = None if self.annotator is None else self.annotator.language.value
-        return settings
+        return {
+            "format": SAVED_FORMAT,
+            "version": SAVED_VERSION,
+            **to_json(self.config),
+            "sememe_names": list(self.sememe_names),
+            "language": None if self.annotator is None else self.annotator.language.value,
+        }
 
     def save(self, folder: Path) -> None:
         """Save model, tokenizer, sememe embeddings (safetensors), the lexicon the sememes come from, and the
@@ -231,14 +235,9 @@ class QuoteEncoder(nn.Module):
         """Load an encoder written by `save`, with the lexicon saved beside it (nothing outside `folder` is
         read)."""
         folder = Path(folder)
-        required = ("max_length", "alpha", "pooling", "gloss", "sememe_names", "language", "identity")
+        required = ("max_length", "alpha", "pooling", "gloss", *OWN_KEYS)
         settings = read_encoder_settings(folder, CONFIG_FILE, "quote encoder", SAVED_FORMAT, SAVED_VERSION, required)
-        config = QuoteEncoderConfig(
-            max_length=int(settings["max_length"]),
-            alpha=float(settings["alpha"]),
-            pooling=Pooling.from_json(settings["pooling"]),
-            gloss=bool(settings["gloss"]),
-        )
+        config = from_json(QuoteEncoderConfig, settings, folder / CONFIG_FILE, beside=(*FORMAT_KEYS, *OWN_KEYS))
         annotator = None
         if settings["language"] is not None:
             lexicon = load_saved_lexicon(folder / LEXICON_FILE)

@@ -1,7 +1,7 @@
 """How an encoder is saved, the same for both: one folder holding the transformers model and tokenizer in
-`model/` (safetensors), the encoder's settings as JSON with a format name and version, and any files of its
-own; written atomically, and loaded through the same checked path as a pretrained model (weights the
-encoder needs may not be missing)."""
+`model/` (safetensors), the encoder's settings as JSON (its config's fields, as saved_config writes them, and
+what else it keeps) with a format name and version, and any files of its own; written atomically, and loaded
+through the same checked path as a pretrained model (weights the encoder needs may not be missing)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 MODEL_FOLDER = "model"
+# What every saved encoder's settings hold beside its own.
+FORMAT_KEYS = ("format", "version")
 
 
 def save_encoder(

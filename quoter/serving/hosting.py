@@ -21,7 +21,8 @@ from quoter.errors import InputError, QuoterError
 from quoter.languages import Language
 from quoter.quote_set import read_quote_set
 from quoter.serving.live.live_quotes import LIVE_FOLDER
-from quoter.serving.recommender import Recommender, RecommenderConfig
+from quoter.serving.recommender import Recommender
+from quoter.serving.settings import RecommenderConfig
 
 # Where a quote set file's live changes go, unless a state folder is given: FILE + this suffix.
 LIVE_SUFFIX = ".live"

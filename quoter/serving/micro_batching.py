@@ -28,6 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from quoter.settings import setting
+
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
@@ -39,9 +41,11 @@ class BatchingConfig:
     call (an item with more runs alone), so that one call stays short: four contexts of the most tokens the
     encoder reads (256), about 0.3 s on one CPU thread."""
 
-    max_batch: int = 32
-    max_wait_ms: float = 2.0
-    max_batch_tokens: int = 1024
+    max_batch: int = setting(32, "Concurrent requests encoded together at most")
+    max_wait_ms: float = setting(2.0, "How long a batch waits for more requests, in ms")
+    max_batch_tokens: int = setting(
+        1024, "Context tokens encoded together at most, so that one encoder call stays short"
+    )
 
 
 class _Submission(Generic[Item, Result]):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from quoter.bundle import Bundle
@@ -22,26 +21,14 @@ from quoter.errors import QuoterError
 from quoter.languages import Language
 from quoter.quote_set import QuoteSet
 from quoter.ranking import Query
-from quoter.serving.live.index_config import IndexConfig
 from quoter.serving.live.live_fusion import LiveFusion
 from quoter.serving.live.live_quotes import LiveQuotes, ScoredQuote, UsageLearning
-from quoter.serving.micro_batching import BatchingConfig, MicroBatcher
+from quoter.serving.micro_batching import MicroBatcher
+from quoter.serving.settings import RecommenderConfig
 
-
-@dataclass(frozen=True)
-class RecommenderConfig:
-    """runtime: what runs the context encoder (ContextRuntime; torch here, so that a library user gets the
-    bundle's own encoder unchanged, while the commands choose the fastest whose measured loss of MRR is
-    small); int8: the torch runtime with the context encoder's linear layers quantized to int8 (faster on
-    CPU, slightly different scores; one context per call, so that its vector does not depend on others);
-    index: exact or approximate quote search; batching: how concurrent requests are grouped; encode_batch:
-    contexts per encoder forward pass (a file is ranked in such steps)."""
-
-    runtime: ContextRuntime = ContextRuntime.TORCH
-    int8: bool = False
-    index: IndexConfig = field(default_factory=IndexConfig)
-    batching: BatchingConfig = field(default_factory=BatchingConfig)
-    encode_batch: int = 64
+# What Recommender(bundle) runs: the bundle's own encoder unchanged, as a library user expects; the commands
+# run the runtime setting (RecommenderConfig), whose default chooses the fastest acceptable runtime.
+BUNDLE_AS_IS = RecommenderConfig(runtime=ContextRuntime.TORCH)
 
 
 def context_runtime(bundle: Bundle, config: RecommenderConfig, folder: Path | None) -> ChosenRuntime:
@@ -72,7 +59,7 @@ class Recommender:
     def __init__(
         self,
         bundle: Bundle,
-        config: RecommenderConfig = RecommenderConfig(),
+        config: RecommenderConfig = BUNDLE_AS_IS,
         folder: Path | None = None,
         quotes: QuoteSet | None = None,
         state: Path | None = None,

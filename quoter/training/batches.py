@@ -6,7 +6,7 @@ are true negatives (in-batch negatives)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -88,15 +88,16 @@ class ResumableBatchSampler(Sampler[list[int]]):
 
 
 class ResumableLoader(DataLoader):
-    """A DataLoader of sample-index batches whose state Lightning saves in checkpoints and restores."""
+    """A DataLoader over the resumable batch sampler, whose state Lightning saves in checkpoints and restores;
+    `collate` turns each batch of sample indices into what the model takes."""
 
-    def __init__(self, batch_sampler: ResumableBatchSampler, seed: int) -> None:
+    def __init__(self, batch_sampler: ResumableBatchSampler, seed: int, collate: Callable[[list[int]], Any]) -> None:
         # The loader's own generator keeps iterator creation from consuming the global torch RNG, whose
         # state is restored on resume and must match an uninterrupted run.
         super().__init__(
             range(len(batch_sampler.quote_ids)),
             batch_sampler=batch_sampler,
-            collate_fn=index_tensor,
+            collate_fn=collate,
             generator=torch.Generator().manual_seed(seed),
         )
 
@@ -107,8 +108,3 @@ class ResumableLoader(DataLoader):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore the batch sampler's state."""
         self.batch_sampler.load_state_dict(state)
-
-
-def index_tensor(indices: list[int]) -> torch.Tensor:
-    """A batch of sample indices as a tensor (the collate function of both loaders)."""
-    return torch.tensor(indices, dtype=torch.long)

@@ -14,7 +14,7 @@ from quoter.errors import QuoterError
 from quoter.fusion import FusionRule
 from quoter.languages import Language
 from quoter.sememes.sources import LexiconConfig
-from quoter.settings import at_least, load_settings
+from quoter.settings import at_least, load_settings, setting
 from quoter.settings import config_to_dict as config_to_dict  # the bundle's record of its settings
 
 
@@ -32,9 +32,15 @@ class DataConfig:
     """path: QuoteR TSV/JSONL file; splits: splits JSON (default: the sidecar file); part: official part name;
     language: None guesses it from the data; glosses: a quote list (quote, source, gloss) for the quotes."""
 
-    path: str | None = None
-    splits: str | None = None
-    part: str | None = None
+    path: str | None = setting(None, "QuoteR TSV or JSONL file")
+    splits: str | None = setting(
+        None,
+        'Splits JSON {"train": [0, a], "valid": [a, b], "test": [b, n]} of half-open line ranges. Default: '
+        "NAME.splits.json or splits.json beside the data file, if there is one",
+    )
+    part: str | None = setting(
+        None, "Official QuoteR part whose fixed splits apply: english, modern_chinese, ancient_chinese"
+    )
     language: Language | None = None
     glosses: str | None = None
 
@@ -170,7 +176,7 @@ class RunConfig:
     the run found there; keep_checkpoints: keep them once the bundle is written (else they are deleted then,
     the logs kept: they only serve resuming the run)."""
 
-    output: str | None = None
+    output: str | None = setting(None, "Folder to write the bundle to")
     seed: int = 42
     accumulate_grad_batches: int = 1
     precision: str = "auto"

@@ -7,7 +7,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +17,9 @@ from pytorch_lightning.utilities import rank_zero_only
 
 from quoter.bundle import Bundle
 from quoter.datasets import load_dataset
-from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
-from quoter.encoders.model_sources import default_model, load_pretrained, native_pooling
-from quoter.encoders.pooling import choose_pooling
+from quoter.encoders.factory import EncoderRecipe, pretrained_encoders
+from quoter.encoders.model_sources import default_model
 from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.errors import QuoterError
 from quoter.fusion import FusionRule
@@ -62,26 +61,17 @@ def build_encoders(config: TrainConfig, language: Language) -> Encoders:
     annotator = None
     if sememes.source is not None and sememes.alpha > 0 and config.joint.enabled:
         annotator = SememeAnnotator(load_lexicon(sememes, language), language)
-    context_model, context_tokenizer = load_pretrained(name)
-    quote_model, quote_tokenizer = load_pretrained(name)
-    pooling = choose_pooling(config.model.pooling, native_pooling(name))
-    context_pooling = pooling.context
-    if config.model.scale is not None:
-        context_pooling = replace(context_pooling, scale=config.model.scale)
-    context = ContextEncoder(
-        context_model,
-        context_tokenizer,
-        ContextEncoderConfig(config.model.context_max_length, context_pooling, config.model.gap or pooling.gap),
+    recipe = EncoderRecipe(
+        pooling=config.model.pooling,
+        gap=config.model.gap,
+        scale=config.model.scale,
+        context_max_length=config.model.context_max_length,
+        quote_max_length=config.model.quote_max_length,
+        gloss=config.model.gloss,
+        alpha=sememes.alpha if annotator else 0.0,
     )
-    quote = QuoteEncoder(
-        quote_model,
-        quote_tokenizer,
-        QuoteEncoderConfig(
-            config.model.quote_max_length, sememes.alpha if annotator else 0.0, pooling.quote, config.model.gloss
-        ),
-        annotator,
-    )
-    for model in (context_model, quote_model):
+    context, quote = pretrained_encoders(name, recipe, annotator)
+    for model in (context.model, quote.model):
         if config.model.freeze_word_embeddings:
             model.get_input_embeddings().requires_grad_(False)
         if config.model.freeze_layers:
@@ -224,18 +214,19 @@ def train_stages(
     if config.joint.enabled:
         log("stage 1: training both encoders with negative sampling")
         negatives = NegativeSampler(data.train_quote_ids, config.negatives, seed)
-        module = JointModule(encoders.context, encoders.quote, data, config.joint, negatives)
-        batches = QuoteDataModule(data, config.joint.batch_size, valid_batch, seed, config.negatives.in_batch)
+        module = JointModule(encoders.context, encoders.quote, data.records, config.joint, negatives)
+        batches = QuoteDataModule(
+            data, encoders.context, config.joint.batch_size, valid_batch, seed, config.negatives.in_batch
+        )
         metrics["joint"] = run_stage(module, batches, config.joint, config.run, folder / JOINT_FOLDER, "joint")
         log(f"stage 1: {_stop_summary(metrics['joint'])}; best validation MRR {metrics['joint']['val_mrr']:.4f}")
     if config.retrain.enabled:
         log("stage 2: training the context encoder over all train quotes, quote encoder frozen")
         encoders.quote.requires_grad_(False)
         stage_one = {key: value.clone() for key, value in encoders.context.state_dict().items()}
-        module = RetrainModule(
-            encoders.context, encode_quote_set(encoders.quote, data.records).vectors, data, config.retrain
-        )
-        batches = QuoteDataModule(data, config.retrain.batch_size, valid_batch, seed, False)
+        quote_vectors = encode_quote_set(encoders.quote, data.records).vectors
+        module = RetrainModule(encoders.context, quote_vectors, data.train_quote_ids, config.retrain)
+        batches = QuoteDataModule(data, encoders.context, config.retrain.batch_size, valid_batch, seed, False)
         metrics["retrain"] = run_stage(module, batches, config.retrain, config.run, folder / RETRAIN_FOLDER, "retrain")
         log(f"stage 2: {_stop_summary(metrics['retrain'])}; best validation MRR {metrics['retrain']['val_mrr']:.4f}")
         # Stage 1 validated against the same quote vectors, so its MRR is the starting point stage 2 must beat.

@@ -12,29 +12,34 @@ from torch.nn import functional as F
 
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.training.config import StageConfig
-from quoter.training.data import TrainingData
+from quoter.training.data import SampleBatch
 from quoter.training.stage_module import StageModule
 
 
 class RetrainModule(StageModule):
-    """The context encoder trained against fixed quote vectors (one row per quote of the dataset)."""
+    """The context encoder trained against fixed quote vectors (one row per quote of the dataset), the
+    softmax over the rows `train_quote_ids`."""
 
     def __init__(
-        self, context_encoder: ContextEncoder, quote_vectors: np.ndarray, data: TrainingData, stage: StageConfig
+        self,
+        context_encoder: ContextEncoder,
+        quote_vectors: np.ndarray,
+        train_quote_ids: np.ndarray,
+        stage: StageConfig,
     ) -> None:
-        super().__init__(context_encoder, data, stage)
+        super().__init__(context_encoder, stage)
         vectors = torch.from_numpy(np.ascontiguousarray(quote_vectors, dtype=np.float32))
         # Buffers follow the module to its device; not persistent, since they are inputs, not weights.
         self.register_buffer("quote_vectors", vectors, persistent=False)
-        self.register_buffer("train_quote_vectors", vectors[data.train_quote_ids], persistent=False)
-        target = np.full(len(data.quotes), -1, dtype=np.int64)
-        target[data.train_quote_ids] = np.arange(len(data.train_quote_ids))
+        self.register_buffer("train_quote_vectors", vectors[train_quote_ids], persistent=False)
+        target = np.full(len(vectors), -1, dtype=np.int64)
+        target[train_quote_ids] = np.arange(len(train_quote_ids))
         self.target_of = torch.from_numpy(target)
 
-    def batch_loss(self, sample_ids: torch.Tensor) -> torch.Tensor:
+    def batch_loss(self, batch: SampleBatch) -> torch.Tensor:
         """Cross-entropy of each context's gold quote over all training quotes."""
-        golds = torch.tensor([self.data.train[i].quote_id for i in sample_ids.tolist()])
-        context_vectors = self.train_context_vectors(sample_ids)
+        golds = torch.tensor(batch.quote_ids)
+        context_vectors = self.context_encoder(batch.contexts)
         logits = (context_vectors @ self.train_quote_vectors.to(context_vectors.dtype).T).float()
         return F.cross_entropy(logits, self.target_of[golds].to(logits.device))
 

@@ -1,5 +1,5 @@
-"""What both training stages share: tokenized contexts, exact validation MRR over the full quote set, and
-AdamW with a linearly declining learning rate."""
+"""What both training stages share: a training step on a batch of samples, exact validation MRR over the full
+quote set, and AdamW with a linearly declining learning rate."""
 
 from __future__ import annotations
 
@@ -12,41 +12,33 @@ import torch
 
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.metrics import rank_metrics, ranks_from_scores
-from quoter.ranking import Query
 from quoter.training.config import StageConfig
-from quoter.training.data import TrainingData
+from quoter.training.data import SampleBatch
 
 VALID_METRICS = ("mrr", "recall@1", "recall@10", "recall@100")
 
 
 class StageModule(pl.LightningModule, ABC):
-    """A training stage of the context encoder (and, in stage 1, the quote encoder); subclasses define the
-    loss of a batch of train-sample indices and the quote vectors validation ranks against."""
+    """A training stage of the context encoder (and, in stage 1, the quote encoder) on the batches of a
+    QuoteDataModule; subclasses define the loss of a batch of train samples and the quote vectors validation
+    ranks against."""
 
-    def __init__(self, context_encoder: ContextEncoder, data: TrainingData, stage: StageConfig) -> None:
+    def __init__(self, context_encoder: ContextEncoder, stage: StageConfig) -> None:
         super().__init__()
         self.context_encoder = context_encoder
-        self.data = data
         self.stage = stage
-        self.train_rows = context_encoder.rows([Query(s.left, s.right) for s in data.train])
-        self.valid_rows = context_encoder.rows([Query(s.left, s.right) for s in data.valid])
         self._valid_quote_vectors = torch.zeros(0)
         self._valid_ranks: list[np.ndarray] = []
 
     @abstractmethod
-    def batch_loss(self, sample_ids: torch.Tensor) -> torch.Tensor:
-        """Mean cross-entropy of a batch of train samples (indices into data.train)."""
+    def batch_loss(self, batch: SampleBatch) -> torch.Tensor:
+        """Mean cross-entropy of a batch of train samples."""
 
     @abstractmethod
     def all_quote_vectors(self) -> torch.Tensor:
         """Vectors of every quote of the dataset (valid- and test-only ones too), for validation."""
 
-    def train_context_vectors(self, sample_ids: torch.Tensor) -> torch.Tensor:
-        """Context vectors of train samples, with gradients."""
-        rows = [self.train_rows[i] for i in sample_ids.tolist()]
-        return self.context_encoder(self.context_encoder.collate(rows))
-
-    def training_step(self, batch: torch.Tensor, batch_idx: int) -> torch.Tensor:
+    def training_step(self, batch: SampleBatch, batch_idx: int) -> torch.Tensor:
         loss = self.batch_loss(batch)
         self.log("train_loss", loss, prog_bar=True, batch_size=len(batch))
         return loss
@@ -55,11 +47,10 @@ class StageModule(pl.LightningModule, ABC):
         self._valid_quote_vectors = self.all_quote_vectors().float().to(self.device)
         self._valid_ranks = []
 
-    def validation_step(self, batch: torch.Tensor, batch_idx: int) -> None:
-        rows = [self.valid_rows[i] for i in batch.tolist()]
-        vectors = self.context_encoder(self.context_encoder.collate(rows)).float()
+    def validation_step(self, batch: SampleBatch, batch_idx: int) -> None:
+        vectors = self.context_encoder(batch.contexts).float()
         scores = (vectors @ self._valid_quote_vectors.T).cpu().numpy()
-        self._valid_ranks.append(ranks_from_scores(scores, [self.data.valid[i].quote_id for i in batch.tolist()]))
+        self._valid_ranks.append(ranks_from_scores(scores, batch.quote_ids))
 
     def on_validation_epoch_end(self) -> None:
         # Exact metrics over all valid contexts at once, never averaged per batch.

@@ -22,3 +22,7 @@ MAX_MRR_LOSS = 0.005
 # Relative to a vector's largest component: float32 rounding (about 1e-7) passes; a quantization scale shared
 # by the contexts of a call (up to 0.1) does not.
 MAX_BATCH_DEVIATION = 1e-5
+RUNTIME_HELP = (
+    f"What runs the context encoder; auto: the fastest whose MRR, measured when it is first exported, is at most "
+    f"{MAX_MRR_LOSS} below float32 torch's"
+)

@@ -6,6 +6,7 @@ kind for programs; none of them repeats what was sent, which may be megabytes lo
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Any
@@ -15,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Route
+from starlette.types import HTTPExceptionHandler
 
 from quoter.serving.http.schemas import ErrorResponse
 
@@ -43,6 +45,19 @@ def error_response(
     return JSONResponse(
         {"detail": [{"loc": list(loc), "msg": msg, "type": type}]}, status_code=status_code, headers=headers
     )
+
+
+def operator_error(
+    status_code: int, msg: str, type: str, headers: dict[str, str] | None = None
+) -> HTTPExceptionHandler:
+    """The handler of an error of the server's own state, whose message names what the client must not see (the
+    server's paths): that goes to the operator's log, one line without a traceback, and the client gets `msg`."""
+
+    async def handler(request: Request, error: Exception) -> JSONResponse:
+        logging.getLogger(__name__).error("%s", error)
+        return error_response(status_code, msg, type, headers=headers)
+
+    return handler
 
 
 def _kind(status_code: int) -> str:
@@ -95,11 +110,13 @@ ERROR_MEANINGS = {
     403: "The API key is wrong.",
     404: "No quote has this id.",
     408: "The request body did not arrive in time; the connection is closed.",
-    409: "The quote is already listed with another source, gloss or usage examples.",
+    409: "The quote is already listed with another source, gloss or usage examples; or another server is "
+    "changing this quote set, or changed it since this one loaded it, so the change was not made.",
     413: "The request body is too large.",
     415: "The body is not sent as JSON (Content-Type: application/json).",
     422: "A field is invalid, or the language cannot be told: `loc` names the field.",
-    503: "The queue is full (retry after Retry-After seconds), or a quote change could not be saved and was not made.",
+    503: "The queue is full, or a quote change could not be saved and was not made: the disk is full (both: retry "
+    "after Retry-After seconds), or the server cannot save changes (its log says why).",
 }
 
 

@@ -11,13 +11,14 @@ echoes the input back: a Host header the server does not answer (400); a body th
 JSON (415, 400), slow to arrive (408) or invalid (422, naming the field; usage examples given to a bundle
 that does not learn from them too); a missing or wrong API key (401, 403); an unknown quote id (404); a quote
 already listed with another source, gloss or usage examples (409); a full queue (503 with Retry-After); and a
-quote change that could not be saved, so was not made (503).
+quote change that was not made: another server changes the same quote set, or changed it since this one loaded
+it (409), the disk is full (503 with Retry-After), or the change could not be saved otherwise (503; the
+operator's log says why).
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import secrets
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -37,7 +38,13 @@ from quoter.ranking import Query as Context
 from quoter.serving.chinese_merge import merge_banks
 from quoter.serving.http.admission import ContextAdmission, ServerBusyError
 from quoter.serving.http.answered_hosts import AnsweredHosts
-from quoter.serving.http.api_errors import ApiError, error_response, error_statuses, install_error_handlers
+from quoter.serving.http.api_errors import (
+    ApiError,
+    error_response,
+    error_statuses,
+    install_error_handlers,
+    operator_error,
+)
 from quoter.serving.http.json_body import json_body_route
 from quoter.serving.http.language_choice import LanguageChoiceError, choose_hosted_banks
 from quoter.serving.http.openapi_document import describe_hosting
@@ -59,12 +66,20 @@ from quoter.serving.http.schemas import (
 )
 from quoter.serving.http.server_limits import ServerLimits
 from quoter.serving.live.live_quotes import QuoteConflictError, ScoredQuote, UnknownQuoteError
-from quoter.serving.live.quote_store import ChangeNotSavedError
+from quoter.serving.live.quote_store import (
+    ChangeNotSavedError,
+    FolderNotWritableError,
+    NoSpaceError,
+    SetLockedError,
+    StaleCopyError,
+)
 from quoter.serving.recommender import Recommender
 
 STATIC_FOLDER = Path(__file__).parent / "static"
 DEMO_PAGE = STATIC_FOLDER / "index.html"
 API_KEY_HEADER = "X-API-Key"
+# A full disk is freed by its operator, not within the second a full queue takes to drain.
+NO_SPACE_RETRY_AFTER_S = 60
 Location = tuple[str | int, ...]
 
 
@@ -147,12 +162,42 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
     async def unknown_quote(request: Request, error: UnknownQuoteError) -> JSONResponse:
         return error_response(status.HTTP_404_NOT_FOUND, str(error), "not_found", ("path", "quote_id"))
 
-    @app.exception_handler(ChangeNotSavedError)
-    async def not_saved(request: Request, error: ChangeNotSavedError) -> JSONResponse:
-        # The operator learns where and why; the client, which cannot fix it, only that nothing changed.
-        logging.getLogger(__name__).error("%s", error)
-        message = "the change could not be saved on the server, so it was not made; the operator's log says why"
-        return error_response(status.HTTP_503_SERVICE_UNAVAILABLE, message, "not_saved")
+    # A change the quote store refused: the operator learns where and why, the client what it can do. Another
+    # server's hold on the set is a conflict that no retry ends (409); a full disk is freed in time (503 with
+    # Retry-After); a folder that cannot be written, or a cause not known, waits for the operator (503).
+    refused_changes = {
+        ChangeNotSavedError: operator_error(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            "the change could not be saved on the server, so it was not made; the operator's log says why",
+            "not_saved",
+        ),
+        FolderNotWritableError: operator_error(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            "this server cannot save quote changes, so the change was not made: the folder it keeps them in cannot "
+            "be written (its operator can give it one that can, with --state)",
+            "not_saved",
+        ),
+        NoSpaceError: operator_error(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            "the server has no disk space left to save the change, so it was not made; retry later",
+            "no_space",
+            {"Retry-After": str(NO_SPACE_RETRY_AFTER_S)},
+        ),
+        SetLockedError: operator_error(
+            status.HTTP_409_CONFLICT,
+            "another server is changing this quote set, so this one cannot: the change was not made; make it "
+            "through that server",
+            "locked",
+        ),
+        StaleCopyError: operator_error(
+            status.HTTP_409_CONFLICT,
+            "another server changed this quote set since this one loaded it, so the change was not made; this "
+            "server must be restarted to load those changes",
+            "out_of_date",
+        ),
+    }
+    for refused, handler in refused_changes.items():
+        app.add_exception_handler(refused, handler)
 
     @app.exception_handler(QuoteConflictError)
     async def conflict(request: Request, error: QuoteConflictError) -> JSONResponse:
@@ -313,7 +358,9 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
         )
 
     @app.delete(
-        "/quotes/{quote_id}", dependencies=writes_need, responses=error_statuses(400, *key_statuses, 404, 422, 503)
+        "/quotes/{quote_id}",
+        dependencies=writes_need,
+        responses=error_statuses(400, *key_statuses, 404, 409, 422, 503),
     )
     def remove_quote(quote_id: int, lang: Language | None = None) -> QuoteChange:
         """Unlist a quote; it is never recommended again and its id is not reused."""

@@ -7,7 +7,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from quoter.serving.http.schemas import MAX_BATCH
-from quoter.settings import at_least
+from quoter.settings import at_least, setting
 
 # Host header values of a loopback server; IPv6 literals come in brackets, as in the header.
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
@@ -35,13 +35,23 @@ class ServerLimits:
     connection is closed): the largest body, 2 MB, at 300 kbit/s, a slow mobile uplink.
     """
 
-    max_body_bytes: int = 2 * 1024 * 1024
-    max_queued_contexts: int = 8 * MAX_BATCH
-    retry_after_s: int = 1
-    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
-    keep_alive_s: int = 75
-    header_timeout_s: int = 10
-    body_timeout_s: int = 60
+    max_body_bytes: int = setting(2 * 1024 * 1024, "The largest request body, in bytes; 413 beyond")
+    max_queued_contexts: int = setting(
+        8 * MAX_BATCH, "Contexts that may wait for the model; more get 503 with Retry-After"
+    )
+    retry_after_s: int = setting(1, "The Retry-After of a 503 for a full queue, in seconds")
+    allowed_hosts: tuple[str, ...] = setting(
+        LOOPBACK_HOSTS,
+        "A Host header value to answer (repeatable; * for any), e.g. a proxy's name. Default: the loopback names on "
+        "loopback, any on 0.0.0.0, else the --host address. Others get 400",
+    )
+    keep_alive_s: int = setting(
+        75, "Seconds an idle connection stays open; keep it above clients' and proxies' idle timeouts"
+    )
+    header_timeout_s: int = setting(10, "Seconds a request's line and headers may take to arrive; then it is closed")
+    body_timeout_s: int = setting(
+        60, "Seconds a request body may take to arrive; then 408 and the connection is closed"
+    )
 
     def __post_init__(self) -> None:
         at_least("max_body_bytes", self.max_body_bytes, 1)

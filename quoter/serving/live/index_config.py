@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from quoter.errors import QuoterError
+from quoter.settings import setting
 
 
 class IndexKind(str, Enum):
@@ -24,7 +25,7 @@ class IndexConfig:
     scans every quote: the `normalizer_head` best quotes IVF finds count exactly, the others through a
     fixed uniform sample of `normalizer_sample` quotes (exact again when the quote set is not larger)."""
 
-    kind: IndexKind = IndexKind.EXACT
+    kind: IndexKind = setting(IndexKind.EXACT, "Quote search: exact, or approximate (IVF) for very large quote sets")
     nlist: int = 0
     nprobe: int = 16
     gpu: bool = True

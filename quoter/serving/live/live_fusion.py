@@ -19,6 +19,7 @@ from scipy.special import logsumexp
 from quoter.bundle import Bundle
 from quoter.datasets import Sample
 from quoter.fusion import Fusion, HybridRanker, fused_scores
+from quoter.hybrid_bundle import known_signals
 from quoter.ranking import Query
 from quoter.serving.live.live_quotes import ScoredQuote, ScoredSet
 
@@ -53,7 +54,7 @@ class LiveFusion:
         (rebuilt only after the set changed)."""
         with self._lock:
             if scored.version != self._version:
-                signals = self._bundle.known_signals_over(scored.records, *added_contexts(scored))
+                signals = known_signals(self._bundle, scored.records, *added_contexts(scored))
                 self._known_ranker = HybridRanker(signals, self.fusion)
                 self._version = scored.version
             return self._known_ranker

@@ -68,7 +68,39 @@ COMPACT_EVERY = 8
 
 class ChangeNotSavedError(QuoterError):
     """A change could not be saved (a folder that cannot be written, a full disk, another process), so it was
-    not made."""
+    not made; the subclasses name the cause where it is known."""
+
+
+class FolderNotWritableError(ChangeNotSavedError):
+    """The folder changes are saved in cannot be written: read-only, not a folder, or not this process's."""
+
+
+class NoSpaceError(ChangeNotSavedError):
+    """The disk, or the user's quota, has no room left for the change."""
+
+
+class SetLockedError(ChangeNotSavedError):
+    """Another process holds the lock: it changes the set, and only it may."""
+
+
+class StaleCopyError(ChangeNotSavedError):
+    """Another process changed the set since this one read it: a change from this copy could give an id twice."""
+
+
+# The causes of a failed write that say which error it is; any other is a plain ChangeNotSavedError.
+NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST, errno.EISDIR)
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _not_saved(cause: BaseException | None, message: str) -> ChangeNotSavedError:
+    """The error of a change that `cause` (an OSError, or None when unknown) kept from being saved, of the
+    kind the cause makes it."""
+    code = getattr(cause, "errno", None)
+    if code in NO_SPACE:
+        return NoSpaceError(message)
+    if code in NOT_WRITABLE:
+        return FolderNotWritableError(message)
+    return ChangeNotSavedError(message)
 
 
 @dataclass(frozen=True)
@@ -340,7 +372,7 @@ class QuoteStore:
             # Cut off what the failed write left, so that the next change starts where it did.
             with contextlib.suppress(OSError):
                 os.ftruncate(log_fd, self._log_size)
-            raise ChangeNotSavedError(f"{self.folder}: could not save the change ({error.strerror})") from None
+            raise _not_saved(error, f"{self.folder}: could not save the change ({error.strerror})") from None
         self._log_size += len(line)
 
     def _claim(self) -> BinaryIO:
@@ -351,16 +383,16 @@ class QuoteStore:
             self.folder.mkdir(parents=True, exist_ok=True)
             lock_file = (self.folder / LOCK_FILE).open("ab")
         except OSError as error:
-            raise ChangeNotSavedError(f"{self.folder}: cannot save quote changes here ({error.strerror})") from None
+            raise _not_saved(error, f"{self.folder}: cannot save quote changes here ({error.strerror})") from None
         if not _try_lock(lock_file.fileno()):
             lock_file.close()
-            raise ChangeNotSavedError(
+            raise SetLockedError(
                 f"{self.folder}: another process is changing these quotes; stop it to change them here"
             )
         log_path = self.folder / log_name(self._generation)
         if _snapshot_generation(self.folder) != self._generation or _has_more_changes(log_path, self._log_size):
             lock_file.close()
-            raise ChangeNotSavedError(
+            raise StaleCopyError(
                 f"{self.folder}: another process changed these quotes since they were loaded; restart to load them"
             )
         try:
@@ -369,7 +401,9 @@ class QuoteStore:
             log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT, 0o644)
         except (OSError, InputError) as error:
             lock_file.close()
-            raise ChangeNotSavedError(f"{self.folder}: cannot save quote changes here ({error})") from None
+            # write_json_atomic's InputError keeps the OSError it stands for as its context: the cause.
+            cause = error if isinstance(error, OSError) else error.__context__
+            raise _not_saved(cause, f"{self.folder}: cannot save quote changes here ({error})") from None
         self._log_file = os.fdopen(log_fd, "wb", buffering=0)
         fsync_path(self.folder)
         self._lock_file = lock_file
