@@ -17,7 +17,7 @@ from pathlib import Path
 
 from idiom_dictionary import read_idioms
 
-from quoter.quote_bank import read_quote_bank_file
+from quoter.quote_list import read_quote_tsv
 
 REPO = Path(__file__).resolve().parent.parent
 PUNCTUATION = re.compile(r"[\s，。！？；：、“”‘’（）《》…—,.!?;:]")
@@ -32,7 +32,7 @@ def idiom_explanations(path: Path) -> dict[str, str]:
 
 def add_glosses(bank: Path, explanations: dict[str, str]) -> tuple[int, int]:
     """Rewrite the bank with the dictionary's glosses; return (quotes, quotes with a gloss)."""
-    records = read_quote_bank_file(bank)
+    records = read_quote_tsv(bank)
     rows = [(r.text, r.source, explanations.get(PUNCTUATION.sub("", r.text), r.gloss)) for r in records]
     bank.write_text("quote\tsource\tgloss\n" + "".join(f"{q}\t{s}\t{g}\n" for q, s, g in rows), encoding="utf-8")
     return len(rows), sum(1 for *_, gloss in rows if gloss)

@@ -12,7 +12,8 @@ import pytest
 
 from quoter.errors import InputError
 from quoter.languages import HAN, Language, guess_language
-from quoter.quote_bank import bank_path, load_quote_bank, read_quote_bank_file
+from quoter.quote_bank import bank_path, load_quote_bank
+from quoter.quote_list import read_quote_tsv
 from quoter.quote_record import QuoteRecord
 
 MIN_QUOTES = 300
@@ -117,7 +118,7 @@ def test_bank_files_are_in_the_package():
 def test_header_and_blank_lines_are_skipped(tmp_path):
     path = tmp_path / "bank.tsv"
     path.write_text("quote\tsource\nKnow thyself.\tInscription at Delphi\n\nBe brief.\tProverb\n", encoding="utf-8")
-    assert read_quote_bank_file(path) == [
+    assert read_quote_tsv(path) == [
         QuoteRecord("Know thyself.", "Inscription at Delphi"),
         QuoteRecord("Be brief.", "Proverb"),
     ]
@@ -138,7 +139,7 @@ def test_malformed_file_names_file_and_line(tmp_path, content, line, message):
     path = tmp_path / "bad.tsv"
     path.write_text(content, encoding="utf-8")
     with pytest.raises(InputError) as caught:
-        read_quote_bank_file(path)
+        read_quote_tsv(path)
     assert caught.value.path == str(path)
     assert caught.value.line == line
     assert message in str(caught.value)
@@ -149,7 +150,7 @@ def test_file_that_is_not_utf8_names_the_file(tmp_path):
     path = tmp_path / "latin1.tsv"
     path.write_bytes("Caf\xe9 society.\tAnonymous\n".encode("latin-1"))
     with pytest.raises(InputError, match="not UTF-8") as caught:
-        read_quote_bank_file(path)
+        read_quote_tsv(path)
     assert caught.value.path == str(path)
 
 
@@ -158,12 +159,12 @@ def test_a_quote_list_may_carry_glosses_and_the_modern_bank_has_them(tmp_path):
     path.write_text(
         "quote\tsource\tgloss\n守株待兔\t韩非子\t比喻死守经验，不知变通。\n学而时习之\t\t\n", encoding="utf-8"
     )
-    assert read_quote_bank_file(path, require_source=False) == [
+    assert read_quote_tsv(path, require_source=False) == [
         QuoteRecord("守株待兔", "韩非子", "比喻死守经验，不知变通。"),
         QuoteRecord("学而时习之"),
     ]
     with pytest.raises(InputError, match="quotes.tsv:3 \\(field 'source'\\): empty source"):
-        read_quote_bank_file(path)
+        read_quote_tsv(path)
     glossed = {quote.text: quote.gloss for quote in load_quote_bank(Language.ZH) if quote.gloss}
     assert len(glossed) >= 300 and "买椟还珠" in glossed
 

@@ -16,7 +16,8 @@ from quoter.datasets import QuoteDataset
 from quoter.errors import InputError
 from quoter.languages import Language
 from quoter.methods import MethodOptions, build_ranker
-from quoter.quote_bank import bank_path, load_quote_bank, read_quote_list
+from quoter.quote_bank import bank_path, load_quote_bank
+from quoter.quote_list import read_quote_list
 from quoter.quote_record import QuoteRecord
 from quoter.quote_set import encode_quote_set, read_quote_set, write_quote_set
 from quoter.ranking import Query

@@ -38,7 +38,7 @@ def encode_command(
         raise QuoterError("--glosses gives a data file's quotes their glosses; a quote list carries its own")
     check_output_file(out, "--out")
     from quoter.datasets import load_dataset
-    from quoter.quote_bank import read_quote_list
+    from quoter.quote_list import read_quote_list
 
     records = read_quote_list(quotes) if quotes is not None else load_dataset(data, glosses=glosses).quote_records()
     # Imported here: torch and transformers take seconds to import, which a bad input should not wait for.

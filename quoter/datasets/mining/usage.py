@@ -27,7 +27,7 @@ from quoter.datasets.mining.sources import SelfCitations, read_sources
 from quoter.datasets.mining.usage_forms import RULES, SearchForm, fold_variants, search_forms, variant_forms
 from quoter.languages import Language
 from quoter.progress import progress_bar
-from quoter.quote_bank import read_quote_bank_file
+from quoter.quote_list import read_quote_tsv
 from quoter.quote_record import QuoteRecord
 
 # A first clause shorter than this (words in English, characters in Chinese) is too common to be a citation:
@@ -127,7 +127,7 @@ def search_passes(config: UsageConfig, form: MatchingForm, forms: list[SearchFor
 def mine_usage(config: UsageConfig) -> MinedUsage:
     """Search the corpus and the examples file for every quote of the bank, by every rule of the language."""
     started = time.perf_counter()
-    quotes = read_quote_bank_file(config.bank_file)
+    quotes = read_quote_tsv(config.bank_file)
     form = MatchingForm(chinese=config.is_chinese)
     split = choose_splitter(config.language, use_stanza=False).split  # the same sentences on every machine
     forms = search_forms([quote.text for quote in quotes], split, form, config.min_clause_units)
