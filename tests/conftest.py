@@ -1,5 +1,5 @@
-"""Shared test fixtures: small QuoteR files written into a temporary folder, a private cache, and `quoter serve`
-run without opening a port."""
+"""Shared test fixtures: small QuoteR files written into a temporary folder, a private cache, `quoter serve`
+run without opening a port, and a PostgreSQL server (postgres_fixtures)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import uvicorn
 from typer.testing import CliRunner
 
 from quoter.cli import app
+from tests.postgres_fixtures import postgres_server, postgres_url  # noqa: F401  (fixtures for every test module)
 
 
 def write_quoter_file(

@@ -31,7 +31,12 @@ class LexicalIndex:
         if not documents:
             raise ValueError("a lexical index needs at least one document")
         bm25 = bm25s.BM25(k1=config.k1, b=config.b, method="lucene")
-        bm25.index(list(documents), show_progress=False)
+        # Numbered here, in first-seen order: bm25s numbers words in a set's order, which changes with Python's
+        # hash seed, and with it the order a query's weights are summed in (scores then differ in their last
+        # bits from one process to another).
+        vocabulary: dict[str, int] = {}
+        ids = [[vocabulary.setdefault(token, len(vocabulary)) for token in document] for document in documents]
+        bm25.index((ids, vocabulary), show_progress=False)
         scores = bm25.scores
         self.vocabulary: dict[str, int] = bm25.vocab_dict
         self.n_documents = int(scores["num_docs"])

@@ -1,8 +1,10 @@
-"""The contexts of a `quoter batch` input file: JSON lines ({"left", "right", "id"}) or TSV (left<TAB>right, or
-a QuoteR file's left<TAB>quote<TAB>right), each with its line number for errors and resuming."""
+"""The contexts of a `quoter batch` input file: JSON lines ({"left", "right", "id"}), TSV (left<TAB>right, or
+a QuoteR file's left<TAB>quote<TAB>right) or Parquet (columns left, right, id), each with its line number (a
+Parquet file's row number, from 1) for errors and resuming."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,10 @@ from quoter.ranking import Query
 from quoter.text_lines import check_text, decoded_lines, json_object
 
 JSONL_SUFFIXES = (".jsonl", ".json")
+PARQUET_SUFFIX = ".parquet"
+PARQUET_COLUMNS = ("left", "right", "id")
+# The ids a Parquet column may hold: what a JSON lines input's "id" holds and the output writes back as it is.
+PARQUET_IDS = (str, int, float, bool)
 
 
 @dataclass(frozen=True)
@@ -46,12 +52,46 @@ def _tsv_context(text: str, path: Path, number: int) -> BatchContext:
     )
 
 
+def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """The rows of a Parquet file as dicts of its columns left, right and id (those it has), streamed."""
+    try:
+        import pyarrow.parquet as parquet
+    except ImportError:
+        raise InputError("reading Parquet needs pyarrow: pip install 'quoter[scale]'", path=path) from None
+    if not path.is_file():
+        raise InputError("input file not found", path=path)
+    try:
+        table = parquet.ParquetFile(path)
+        names = table.schema_arrow.names
+        if "left" not in names:
+            raise InputError(f"expected a column 'left' (and 'right', 'id'); found {', '.join(names) or 'none'}", path)
+        for batch in table.iter_batches(columns=[name for name in PARQUET_COLUMNS if name in names]):
+            yield from batch.to_pylist()
+    except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError: not Parquet, or damaged
+        raise InputError(f"cannot read it as Parquet: {error}", path=path) from None
+
+
+def _parquet_context(row: dict[str, Any], path: Path, number: int) -> BatchContext:
+    # A null right context is none, as a JSON line without "right" has none.
+    texts = {"left": row["left"], "right": "" if row.get("right") is None else row["right"]}
+    for field, text in texts.items():
+        if not isinstance(text, str):
+            raise InputError("expected a string", path=path, line=number, field=field)
+        check_text(text, path, number, field)
+    if row.get("id") is not None and not isinstance(row["id"], PARQUET_IDS):
+        raise InputError("expected a string or a number", path=path, line=number, field="id")
+    return BatchContext(number, row.get("id"), Query(texts["left"], texts["right"]))
+
+
 def read_contexts(path: str | Path) -> list[BatchContext]:
-    """Every context of a JSONL file ({"left", "right", "id"}) or a TSV file (by suffix); blank lines are
-    skipped."""
+    """Every context of a JSONL file ({"left", "right", "id"}), a TSV file or a Parquet file (columns left,
+    right and id; by suffix); blank lines are skipped."""
     path = Path(path)
-    parse = _jsonl_context if path.suffix.lower() in JSONL_SUFFIXES else _tsv_context
-    contexts = [parse(text, path, number) for number, text in decoded_lines(path, "input file") if text.strip()]
+    if path.suffix.lower() == PARQUET_SUFFIX:
+        contexts = [_parquet_context(row, path, number) for number, row in enumerate(_parquet_rows(path), start=1)]
+    else:
+        parse = _jsonl_context if path.suffix.lower() in JSONL_SUFFIXES else _tsv_context
+        contexts = [parse(text, path, number) for number, text in decoded_lines(path, "input file") if text.strip()]
     if not contexts:
         raise InputError("the input file has no contexts", path=path)
     return contexts

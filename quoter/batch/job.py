@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # torch comes with them: the command checks its input and out
     from quoter.serving.recommender import Recommender
 
 PARTIAL_SUFFIX = ".partial"
+SHARDS_SUFFIX = ".shards"
 # Why writing the output may stop with no fault of the run: a full disk, a file size limit, a quota.
 OUT_OF_ROOM = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
 
@@ -36,14 +37,24 @@ def partial_path(output: Path) -> Path:
     return output.with_name(output.name + PARTIAL_SUFFIX)
 
 
+def shard_folder(output: Path) -> Path:
+    """Where a Ray run writes the output's shards, one per block, and its run record (quoter.batch.ray_job)."""
+    return output.with_name(output.name + SHARDS_SUFFIX)
+
+
 def check_batch_output(output: Path, input: Path) -> None:
     """Refuse, before any model loads, an --output where the output cannot be written, or whose files
-    (OUTPUT, OUTPUT.partial and its run record) would overwrite the --input file."""
+    (OUTPUT, OUTPUT.partial and its run record, a Ray run's OUTPUT.shards/) would overwrite the --input file."""
     check_output_file(output, "--output")
     partial = partial_path(output)
     check_output_file(partial, "--output")
     for path in (output, partial, run_record_path(partial)):
         check_not_an_input(path, "--output", {"--input": input})
+    shards = shard_folder(output)
+    if shards.exists() and not shards.is_dir():
+        raise InputError("is not a folder; a Ray run keeps its shards there: move it away", path=shards)
+    if shards.resolve() in input.resolve().parents:
+        raise InputError("--output's shards would overwrite the --input file; give another file name", path=shards)
 
 
 def _kept_prefix(partial: Path, contexts: Sequence[BatchContext]) -> tuple[int, int]:
@@ -68,6 +79,13 @@ def _kept_prefix(partial: Path, contexts: Sequence[BatchContext]) -> tuple[int, 
             done += 1
             kept += len(raw)
     return done, kept
+
+
+def ranked_lines(recommender: Recommender, contexts: Sequence[BatchContext], config: BatchOutputConfig) -> str:
+    """The output lines of `contexts`, ranked together as one step of a run (config.chunk contexts at most)."""
+    queries = [Query(c.query.left) if config.left_only else c.query for c in contexts]
+    found = recommender.recommend(queries, config.k)
+    return "".join(_output_line(c, f) for c, f in zip(contexts, found))
 
 
 def _output_line(context: BatchContext, found: list[ScoredQuote]) -> str:
@@ -110,9 +128,7 @@ def run_batch(
             with progress_bar(total=len(contexts), initial=done, unit="context", enabled=progress) as bar:
                 for begin in range(done, len(contexts), config.chunk):
                     chunk = contexts[begin : begin + config.chunk]
-                    queries = [Query(c.query.left) if config.left_only else c.query for c in chunk]
-                    found = recommender.recommend(queries, config.k)
-                    handle.write("".join(_output_line(c, f) for c, f in zip(chunk, found)).encode("utf-8"))
+                    handle.write(ranked_lines(recommender, chunk, config).encode("utf-8"))
                     handle.flush()
                     bar.update(len(chunk))
             os.fsync(handle.fileno())

@@ -1,7 +1,7 @@
 """What a `quoter batch` run depends on, recorded beside its partial output when it starts
-(OUTPUT.partial.run.json), so that --resume continues only the very run that stopped: the same contexts,
-the same bundle and quote set, search settings, --k and --left-only. A partial output of any other run is
-refused in one line that says what differs."""
+(OUTPUT.partial.run.json; a Ray run's in its shard folder), so that --resume continues only the very run
+that stopped: the same contexts, the same bundle and quote set, search settings, --k and --left-only (and
+a Ray run's block size). A partial output of any other run is refused in one line that says what differs."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ DIFFERENCES: dict[str, Callable[[Any, Any], str]] = {
     "quotes": lambda saved, wanted: "the bundle's quote set has changed since (quotes were added or removed)",
     "k": lambda saved, wanted: f"it holds the top {saved} quotes per context, not {wanted} (--k)",
     "left_only": lambda saved, wanted: f"it was ranked {'with' if saved else 'without'} --left-only",
+    # Only a Ray run's shards have one (quoter.batch.ray_job).
+    "block": lambda saved, wanted: f"its shards hold {saved} contexts each, not {wanted} (engine.block)",
 }
 
 
@@ -61,9 +63,10 @@ def run_record(recommender: Recommender, contexts: Sequence[BatchContext], k: in
     }
 
 
-def check_resumable(partial: Path, record: dict[str, Any]) -> None:
-    """Refuse to resume `partial` unless the run that wrote it recorded exactly `record`."""
-    path = run_record_path(partial)
+def check_resumable(partial: Path, record: dict[str, Any], path: Path | None = None) -> None:
+    """Refuse to resume `partial` unless the run that wrote it recorded exactly `record`, in `path` (None:
+    beside it, run_record_path)."""
+    path = run_record_path(partial) if path is None else path
     try:
         saved = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):  # missing, unreadable or not JSON
@@ -71,8 +74,8 @@ def check_resumable(partial: Path, record: dict[str, Any]) -> None:
     if not isinstance(saved, dict):
         _refuse(partial, f"there is no readable record of the run that wrote it ({path.name})")
     for key, difference in DIFFERENCES.items():
-        if saved.get(key) != record[key]:
-            _refuse(partial, difference(saved.get(key), record[key]))
+        if saved.get(key) != record.get(key):
+            _refuse(partial, difference(saved.get(key), record.get(key)))
 
 
 def _refuse(partial: Path, reason: str) -> NoReturn:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -13,11 +14,17 @@ from quoter.cli.options import QUOTE_SET_HELP, CommandSettings
 from quoter.errors import InputError, QuoterError
 from quoter.languages import Language
 from quoter.serving.http.server_limits import is_loopback
-from quoter.serving.settings import ServeConfig, complete_serve_config
+from quoter.serving.settings import EngineKind, ServeConfig, complete_serve_config
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from quoter.serving.recommender import Recommender
 
 API_KEY_ENV = "QUOTER_API_KEY"
 API_KEY_FILE_ENV = "QUOTER_API_KEY_FILE"
 STATE_ENV = "QUOTER_STATE"
+STORE_ENV = "QUOTER_STORE"
 # What ranks, with the same options in both commands.
 RANKING_FLAGS = {"runtime": None, "int8": None, "index.kind": "--index", "threads": None}
 SERVE = CommandSettings(
@@ -37,11 +44,26 @@ SERVE = CommandSettings(
         "batching.max_batch": None,
         "batching.max_wait_ms": None,
         "batching.max_batch_tokens": None,
+        "engine.kind": "--engine",
+        "engine.address": None,
+        "engine.replicas": None,
+        "engine.autoscale": None,
     },
     complete=complete_serve_config,
 )
 BATCH = CommandSettings(
-    BatchConfig, "batch.k=20", "YAML settings of the run.", {"batch.k": None, "batch.left_only": None, **RANKING_FLAGS}
+    BatchConfig,
+    "batch.k=20",
+    "YAML settings of the run.",
+    {
+        "batch.k": None,
+        "batch.left_only": None,
+        **RANKING_FLAGS,
+        "engine.kind": "--engine",
+        "engine.address": None,
+        "engine.workers": None,
+        "engine.gpus_per_worker": None,
+    },
 )
 
 
@@ -77,6 +99,24 @@ StateOption = Annotated[
         "$XDG_STATE_HOME/quoter (~/.local/state/quoter) for the built-in default.",
     ),
 ]
+StoreOption = Annotated[
+    Optional[str],
+    typer.Option(
+        envvar=STORE_ENV,
+        metavar="URL",
+        help="A PostgreSQL database (postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE) that keeps the live quote "
+        "sets, one per language, shared with every server and batch run given it; instead of --state. Prefer the "
+        "environment variable when the URL holds a password: a command line shows in the process list.",
+    ),
+]
+
+
+def check_store(store: str | None, state: Path | None) -> None:
+    """Refuse an empty --store, and --store with --state: the live quote sets are kept in one place."""
+    if store is not None and not store.strip():
+        raise QuoterError(f"--store ({STORE_ENV}) is empty; give a postgresql:// URL, or unset it")
+    if store is not None and state is not None:
+        raise QuoterError("--store and --state exclude each other: the live quote sets are kept in one place")
 
 
 def set_threads(threads: int) -> None:
@@ -123,6 +163,7 @@ def serve_command(
     bundle: HostedOption = None,
     quotes: HostedQuotesOption = None,
     state: StateOption = None,
+    store: StoreOption = None,
     lang: Annotated[
         Optional[list[Language]],
         typer.Option("--lang", help="Without --bundle: host only these built-in languages (repeatable)."),
@@ -148,6 +189,11 @@ def serve_command(
     if quotes and not bundle:
         raise QuoterError("--quotes needs the --bundle whose quote encoder made the quote set")
     key = read_api_key(api_key, api_key_file)
+    check_store(store, state)
+    if settings.engine.kind is EngineKind.RAY:
+        languages = list(dict.fromkeys(lang or list(Language)))
+        serve_with_ray(bundle or [], quotes or [], languages, state, key, settings, store)
+        return
     import uvicorn
 
     from quoter.serving.hosting import (
@@ -161,7 +207,7 @@ def serve_command(
 
     set_threads(settings.threads)
     if bundle:
-        recommenders = load_hosted(bundle, quotes or [], settings, state, to_stderr)
+        recommenders = load_hosted(bundle, quotes or [], settings, state, to_stderr, store)
     else:
         languages = list(dict.fromkeys(lang or list(Language)))
         names = ", ".join(language.value for language in languages)
@@ -170,10 +216,13 @@ def serve_command(
             "(the first start takes a few minutes; what is learned is cached)",
             err=True,
         )
-        recommenders = default_recommenders(languages, settings, state, to_stderr)
+        recommenders = default_recommenders(languages, settings, state, to_stderr, store)
         saved_in = state or default_state_folder()
-        typer.echo(f"quotes added or removed are saved in {saved_in}/LANG (--state DIR to change)", err=True)
-        if not all(can_save_changes(saved_in / language.value) for language in languages):
+        if store is not None:  # not echoed: the URL may hold a password
+            typer.echo("quotes added or removed are saved in the PostgreSQL database of --store", err=True)
+        else:
+            typer.echo(f"quotes added or removed are saved in {saved_in}/LANG (--state DIR to change)", err=True)
+        if store is None and not all(can_save_changes(saved_in / language.value) for language in languages):
             typer.echo(f"{saved_in} is read-only: adding or removing quotes needs a writable --state DIR", err=True)
     limits = settings.limits
     app = create_app(recommenders, AppConfig(api_key=key, limits=limits))
@@ -181,14 +230,7 @@ def serve_command(
     hosted = ", ".join(f"{r.language.value} ({len(r.quotes):,} quotes, {r.runtime.name})" for r in recommenders)
     typer.echo(f"hosting {hosted} on http://{host}:{port} (API docs at /docs)", err=True)
     typer.echo(f"answering Host: {', '.join(limits.allowed_hosts)} (--allowed-host to change)", err=True)
-    if key is None and not is_loopback(host):
-        typer.secho(
-            f"WARNING: no API key and listening on {host}: anyone who can reach port {port} can add and remove "
-            f"quotes. Set {API_KEY_ENV} or {API_KEY_FILE_ENV}, or listen on 127.0.0.1.",
-            err=True,
-            fg=typer.colors.RED,
-            bold=True,
-        )
+    warn_if_open(key, settings)
     uvicorn.run(
         app,
         host=host,
@@ -199,10 +241,73 @@ def serve_command(
     )
 
 
+def warn_if_open(key: str | None, settings: ServeConfig) -> None:
+    """Warn the operator, in red, of a server that anyone who reaches it may change: no key, not loopback."""
+    if key is None and not is_loopback(settings.host):
+        typer.secho(
+            f"WARNING: no API key and listening on {settings.host}: anyone who can reach port {settings.port} can "
+            f"add and remove quotes. Set {API_KEY_ENV} or {API_KEY_FILE_ENV}, or listen on 127.0.0.1.",
+            err=True,
+            fg=typer.colors.RED,
+            bold=True,
+        )
+
+
+def serve_with_ray(
+    bundle: list[str],
+    quotes: list[str],
+    languages: list[Language],
+    state: Path | None,
+    key: str | None,
+    settings: ServeConfig,
+    store: str | None = None,
+) -> None:
+    """`quoter serve --engine ray`: the app that `hosted_app` builds, in each Ray Serve replica."""
+    _, most = settings.engine.scale_range()
+    if most > 1 and store is None:
+        raise QuoterError(
+            f"{most} replicas would each keep their own copy of the quote set, and a quote added through one would "
+            "be missing from the others: give --store postgresql://..., or --replicas 1"
+        )
+    from quoter.serving.ray_serve import serve_on_ray
+
+    if not bundle:
+        to_stderr("no --bundle given: each replica serves the built-in default (the first start takes minutes)")
+    warn_if_open(key, settings)
+    app = functools.partial(hosted_app, bundle, quotes, languages, state, key, settings, store)
+    serve_on_ray(app, settings, to_stderr)
+
+
+def hosted_app(
+    bundle: list[str],
+    quotes: list[str],
+    languages: list[Language],
+    state: Path | None,
+    key: str | None,
+    settings: ServeConfig,
+    store: str | None = None,
+) -> FastAPI:
+    """The app `quoter serve` serves, built where it runs (in a Ray Serve replica): the bundles given as
+    `LANG=DIR` over their quotes or quote sets, else the built-in default of `languages`, with the live changes
+    of the state folder or of the PostgreSQL database `store`."""
+    from quoter.serving.hosting import default_recommenders, load_hosted
+    from quoter.serving.http.app import AppConfig, create_app
+
+    set_threads(settings.threads)
+    if bundle:
+        recommenders = load_hosted(bundle, quotes, settings, state, to_stderr, store)
+    else:
+        recommenders = default_recommenders(languages, settings, state, to_stderr, store)
+    return create_app(recommenders, AppConfig(api_key=key, limits=settings.limits))
+
+
 @BATCH.command
 def batch_command(
     input: Annotated[
-        Path, typer.Option("--input", help='JSONL ({"left", "right", "id"}) or TSV (left<TAB>right, or QuoteR).')
+        Path,
+        typer.Option(
+            "--input", help='JSONL ({"left", "right", "id"}), TSV (left<TAB>right, or QuoteR) or Parquet (by suffix).'
+        ),
     ],
     output: Annotated[Path, typer.Option(help="JSONL file of the top k quotes per context, in input order.")],
     bundle: Annotated[
@@ -213,8 +318,14 @@ def batch_command(
         Optional[Language], typer.Option(help="Without --bundle: the language of the built-in default to use.")
     ] = None,
     state: StateOption = None,
+    store: StoreOption = None,
     resume: Annotated[
-        bool, typer.Option("--resume", help="Keep the complete lines of OUTPUT.partial from a run that stopped.")
+        bool,
+        typer.Option(
+            "--resume",
+            help="Keep the complete lines of OUTPUT.partial (with ray, the shards in OUTPUT.shards/) of a run that "
+            "stopped.",
+        ),
     ] = False,
     *,
     settings: BatchConfig,
@@ -226,20 +337,43 @@ def batch_command(
         raise QuoterError("--bundle and --lang exclude each other: give only one of them")
     if quotes is not None and bundle is None:
         raise QuoterError("--quotes needs the --bundle whose quote encoder made the quote set")
+    check_store(store, state)
     from quoter.batch.contexts import read_contexts
     from quoter.batch.job import check_batch_output, run_batch
+    from quoter.batch.ray_job import import_ray, run_ray_batch
 
     check_batch_output(output, input)
     contexts = read_contexts(input)
+    on_ray = settings.engine.kind is EngineKind.RAY
+    if on_ray:
+        import_ray()  # a missing Ray is said before the model loads
+    # Paths, not loaded objects: each Ray worker builds its own recommender from them.
+    build = functools.partial(batch_recommender, bundle, quotes, lang, state, settings, store)
+    recommender = build()
+    typer.echo(f"context encoder runtime: {recommender.runtime.describe()}", err=True)
+    if on_ray:
+        ranked = run_ray_batch(recommender, build, contexts, output, settings, resume)
+    else:
+        ranked = run_batch(recommender, contexts, output, settings.batch, resume)
+    typer.echo(f"{output}: {len(contexts):,} contexts ({ranked:,} ranked now)", err=True)
+
+
+def batch_recommender(
+    bundle: Path | None,
+    quotes: Path | None,
+    lang: Language | None,
+    state: Path | None,
+    settings: BatchConfig,
+    store: str | None = None,
+) -> Recommender:
+    """The recommender `quoter batch` ranks with, built where it runs (in this process, or in each Ray
+    worker): over the bundle in `bundle` and its quote set `quotes`, else over the built-in default of `lang`,
+    with the live changes of the state folder or of the PostgreSQL database `store`."""
     # Imported only now: torch takes seconds to import, which a bad input or output should not wait for.
     from quoter.serving.hosting import default_recommenders, hosted_recommender
 
     set_threads(settings.threads)
     # Quotes a server added to or removed from the served set count here too.
     if bundle is None:
-        recommender = default_recommenders([lang], settings, state, to_stderr)[0]
-    else:
-        recommender = hosted_recommender(bundle, settings, quotes, state)
-    typer.echo(f"context encoder runtime: {recommender.runtime.describe()}", err=True)
-    ranked = run_batch(recommender, contexts, output, settings.batch, resume)
-    typer.echo(f"{output}: {len(contexts):,} contexts ({ranked:,} ranked now)", err=True)
+        return default_recommenders([lang], settings, state, to_stderr, store)[0]
+    return hosted_recommender(bundle, settings, quotes, state, database=store)

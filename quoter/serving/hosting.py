@@ -7,7 +7,9 @@ Live quote changes are saved beside what is served: in the bundle folder (`quote
 quotes, in `FILE.live/` for a quote set file, or, with a state folder (`--state DIR`, `$QUOTER_STATE`),
 in `DIR/LANG/`; a read-only bundle or quote set serves as it is and needs a state folder for changes. The
 built-in default has no folder of its own: its changes go to `DIR/LANG/` of the state folder, by default
-`$XDG_STATE_HOME/quoter` (`~/.local/state/quoter`)."""
+`$XDG_STATE_HOME/quoter` (`~/.local/state/quoter`). With a PostgreSQL database instead (`--store URL`,
+`$QUOTER_STORE`), every language's live set is kept there, as the set named after the language, and shared with
+every process that serves it (postgres_store)."""
 
 from __future__ import annotations
 
@@ -54,9 +56,11 @@ def hosted_recommender(
     quotes: Path | None = None,
     state: Path | None = None,
     language: Language | None = None,
+    database: str | None = None,
 ) -> Recommender:
     """A recommender for the bundle in `folder` (of `language`, when given) over its own quotes or the quote
-    set file `quotes`; live changes are read from and saved to the place the module's docstring names."""
+    set file `quotes`; live changes are read from and saved to the place the module's docstring names, or to
+    the PostgreSQL `database` (a URL)."""
     bundle = Bundle.load(folder)
     if language is not None and bundle.language is not language:
         raise InputError(f"the bundle's language is {bundle.language.value}, not {language.value}", path=folder)
@@ -64,7 +68,8 @@ def hosted_recommender(
     if quotes is not None:
         served = read_quote_set(quotes)
         served.check_encoder(bundle.quote_encoder, quotes)
-    return Recommender(bundle, config, folder, served, live_folder(folder, quotes, state, bundle.language))
+    live = live_folder(folder, quotes, state, bundle.language)
+    return Recommender(bundle, config, folder, served, live, database)
 
 
 def live_folder(folder: Path, quotes: Path | None, state: Path | None, language: Language) -> Path:
@@ -90,9 +95,11 @@ def load_hosted(
     config: RecommenderConfig,
     state: Path | None = None,
     warn: Callable[[str], None] = print,
+    database: str | None = None,
 ) -> list[Recommender]:
     """Recommenders for bundle folders given as `LANG=DIR`, each over the quote set given for its language
-    as `LANG=FILE`, if any, else its own quotes; `warn` is told of each whose changes cannot be saved."""
+    as `LANG=FILE`, if any, else its own quotes, with live changes in their folders or the PostgreSQL
+    `database`; `warn` is told of each folder where changes cannot be saved."""
     bundles = dict(parse_language_spec(spec) for spec in bundle_specs)
     quote_sets = dict(parse_language_spec(spec, "--quotes") for spec in quote_specs)
     for language in quote_sets:
@@ -100,9 +107,9 @@ def load_hosted(
             raise QuoterError(f"--quotes {language.value}=...: no --bundle {language.value}=DIR whose encoder made it")
     recommenders = []
     for language, folder in bundles.items():
-        recommenders.append(hosted_recommender(folder, config, quote_sets.get(language), state, language))
+        recommenders.append(hosted_recommender(folder, config, quote_sets.get(language), state, language, database))
         live = live_folder(folder, quote_sets.get(language), state, language)
-        if not can_save_changes(live):
+        if database is None and not can_save_changes(live):
             warn(f"{live} is read-only: {language.value} is served, but adding or removing quotes needs --state DIR")
     return recommenders
 
@@ -112,10 +119,11 @@ def default_recommenders(
     config: RecommenderConfig,
     state: Path | None = None,
     warn: Callable[[str], None] = print,
+    database: str | None = None,
 ) -> list[Recommender]:
     """Recommenders over the built-in default of each language, whose live changes are read from and saved to
-    `state/LANG/` (None: default_state_folder()); `warn` is told when what the defaults learned cannot be
-    cached."""
+    `state/LANG/` (None: default_state_folder()) or the PostgreSQL `database`; `warn` is told when what the
+    defaults learned cannot be cached."""
     root = default_state_folder() if state is None else state
     bundles = default_bundles(languages, warn=warn)
-    return [Recommender(b, config, state=root / b.language.value) for b in bundles]
+    return [Recommender(b, config, state=root / b.language.value, database=database) for b in bundles]

@@ -63,17 +63,25 @@ class Recommender:
         folder: Path | None = None,
         quotes: QuoteSet | None = None,
         state: Path | None = None,
+        database: str | None = None,
     ) -> None:
         """`folder`: the bundle's folder; `quotes`: the quote set served (None: the bundle's own); `state`:
         where a saved live quote set is read and changes are saved (None: `folder`; both None: changes are
-        kept in memory)."""
+        kept in memory); `database`: instead, the URL of a PostgreSQL database that holds the live set of the
+        bundle's language, shared with other processes (postgres_store)."""
         self.config = config
         self.language: Language = bundle.language
         self.info = bundle.info
         self.runtime = context_runtime(bundle, config, folder)
         self.context_encoder = self.runtime.encoder
         usage = None if bundle.fusion is None else usage_learning(bundle, self.context_encoder, config)
-        self.quotes = LiveQuotes.from_bundle(bundle, config.index, state or folder, quotes, usage)
+        if database is None:
+            self.quotes = LiveQuotes.from_bundle(bundle, config.index, state or folder, quotes, usage)
+        else:
+            # Imported only here: psycopg comes with the scale extra.
+            from quoter.serving.live.postgres_store import shared_quotes
+
+            self.quotes = shared_quotes(database, bundle, config.index, quotes, usage)
         self.fusion = None if bundle.fusion is None else LiveFusion(bundle)
         self._batcher: MicroBatcher[tuple[Query, int], list[ScoredQuote]] = MicroBatcher(
             self._recommend_items, config.batching, self._most_tokens
@@ -108,5 +116,6 @@ class Recommender:
         return self._batcher.batch_sizes
 
     async def close(self) -> None:
-        """Stop batching requests."""
+        """Stop batching requests, and let go of the live set's store (a lock, connections)."""
         await self._batcher.close()
+        self.quotes.close()

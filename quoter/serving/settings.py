@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from quoter.encoders.backend.runtime_config import RUNTIME_HELP, ContextRuntime
@@ -48,14 +49,63 @@ class RecommenderConfig:
         at_least("batching.max_batch_tokens", self.batching.max_batch_tokens, 1)
 
 
+class EngineKind(str, Enum):
+    """local: one process, uvicorn; ray: replicas on Ray Serve (quoter.serving.ray_serve)."""
+
+    LOCAL = "local"
+    RAY = "ray"
+
+
+@dataclass(frozen=True)
+class ServeEngineConfig:
+    """What runs the server: one process, or Ray Serve replicas, a fixed number of them or as many as the load
+    asks for (autoscale, "MIN:MAX"), on a local Ray cluster or on the one at `address`."""
+
+    kind: EngineKind = setting(
+        EngineKind.LOCAL, "local: one process; ray: replicas on Ray Serve (pip install 'quoter[scale]')"
+    )
+    address: str | None = setting(
+        None, "With ray: the Ray cluster to run on, e.g. ray://HOST:10001 or auto. Default: a local one"
+    )
+    replicas: int = setting(1, "With ray: how many replicas serve, each with its own encoder and index")
+    autoscale: str | None = setting(
+        None, "With ray: MIN:MAX replicas, as many as the requests under way ask for (instead of --replicas)"
+    )
+
+    def __post_init__(self) -> None:
+        at_least("replicas", self.replicas, 1)
+        if self.kind is EngineKind.LOCAL:
+            ray_only = {"replicas": self.replicas > 1, "autoscale": self.autoscale, "address": self.address}
+            given = [name for name, value in ray_only.items() if value]
+            if given:
+                raise QuoterError(f"{given[0]}: needs the ray engine (--engine ray)")
+        if self.autoscale is not None and self.replicas > 1:
+            raise QuoterError("autoscale: give it or replicas, not both")
+        self.scale_range()  # a bad MIN:MAX is reported with the other settings
+
+    def scale_range(self) -> tuple[int, int]:
+        """The fewest and the most replicas that may serve: (replicas, replicas) without autoscale."""
+        if self.autoscale is None:
+            return self.replicas, self.replicas
+        low, sep, high = self.autoscale.partition(":")
+        # YAML reads an unquoted 1:4 as a base-60 number (64): hence the hint to quote it.
+        if not (sep and low.strip().isdigit() and high.strip().isdigit()) or not 1 <= int(low) <= int(high):
+            raise QuoterError(
+                f"autoscale: expected MIN:MAX replicas with 1 <= MIN <= MAX, e.g. 1:4 (quoted in YAML), "
+                f"got {self.autoscale!r}"
+            )
+        return int(low), int(high)
+
+
 @dataclass(frozen=True)
 class ServeConfig(RecommenderConfig):
-    """`quoter serve`: what ranks (RecommenderConfig), where it listens, and what a request may be (limits;
-    allowed_hosts follows host unless it is set, see complete_serve_config)."""
+    """`quoter serve`: what ranks (RecommenderConfig), where it listens, what a request may be (limits;
+    allowed_hosts follows host unless it is set, see complete_serve_config), and what runs it (engine)."""
 
     host: str = setting("127.0.0.1", "Address to listen on; 0.0.0.0 for every interface")
     port: int = setting(8000, "Port to listen on")
     limits: ServerLimits = field(default_factory=ServerLimits)
+    engine: ServeEngineConfig = field(default_factory=ServeEngineConfig)
 
     def __post_init__(self) -> None:
         super().__post_init__()

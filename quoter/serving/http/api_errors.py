@@ -115,8 +115,9 @@ ERROR_MEANINGS = {
     413: "The request body is too large.",
     415: "The body is not sent as JSON (Content-Type: application/json).",
     422: "A field is invalid, or the language cannot be told: `loc` names the field.",
-    503: "The queue is full, or a quote change could not be saved and was not made: the disk is full (both: retry "
-    "after Retry-After seconds), or the server cannot save changes (its log says why).",
+    503: "The queue is full, or a quote change could not be saved and was not made: the disk is full or the shared "
+    "quote database cannot be reached (all three: retry after Retry-After seconds), or the server cannot save "
+    "changes (its log says why).",
 }
 
 

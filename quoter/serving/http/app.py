@@ -12,8 +12,8 @@ JSON (415, 400), slow to arrive (408) or invalid (422, naming the field; usage e
 that does not learn from them too); a missing or wrong API key (401, 403); an unknown quote id (404); a quote
 already listed with another source, gloss or usage examples (409); a full queue (503 with Retry-After); and a
 quote change that was not made: another server changes the same quote set, or changed it since this one loaded
-it (409), the disk is full (503 with Retry-After), or the change could not be saved otherwise (503; the
-operator's log says why).
+it (409), the disk is full or the shared quote database cannot be reached (503 with Retry-After), or the
+change could not be saved otherwise (503; the operator's log says why).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ from quoter.serving.http.schemas import (
     RecommendResponse,
 )
 from quoter.serving.http.server_limits import ServerLimits
-from quoter.serving.live.live_quotes import QuoteConflictError, ScoredQuote, UnknownQuoteError
+from quoter.serving.live.live_quotes import QuoteConflictError, ScoredQuote, StoreUnavailableError, UnknownQuoteError
 from quoter.serving.live.quote_store import (
     ChangeNotSavedError,
     FolderNotWritableError,
@@ -80,6 +80,8 @@ DEMO_PAGE = STATIC_FOLDER / "index.html"
 API_KEY_HEADER = "X-API-Key"
 # A full disk is freed by its operator, not within the second a full queue takes to drain.
 NO_SPACE_RETRY_AFTER_S = 60
+# A database that went away is usually back within a restart's seconds.
+STORE_RETRY_AFTER_S = 10
 Location = tuple[str | int, ...]
 
 
@@ -163,8 +165,9 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
         return error_response(status.HTTP_404_NOT_FOUND, str(error), "not_found", ("path", "quote_id"))
 
     # A change the quote store refused: the operator learns where and why, the client what it can do. Another
-    # server's hold on the set is a conflict that no retry ends (409); a full disk is freed in time (503 with
-    # Retry-After); a folder that cannot be written, or a cause not known, waits for the operator (503).
+    # server's hold on the set is a conflict that no retry ends (409); a full disk is freed in time, and a shared
+    # database that went away comes back (503 with Retry-After); a folder that cannot be written, or a cause not
+    # known, waits for the operator (503).
     refused_changes = {
         ChangeNotSavedError: operator_error(
             status.HTTP_503_SERVICE_UNAVAILABLE,
@@ -182,6 +185,13 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
             "the server has no disk space left to save the change, so it was not made; retry later",
             "no_space",
             {"Retry-After": str(NO_SPACE_RETRY_AFTER_S)},
+        ),
+        StoreUnavailableError: operator_error(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            "the quote database cannot be reached, so the change was not made; recommendations go on from the quotes "
+            "loaded, retry the change later",
+            "store_unavailable",
+            {"Retry-After": str(STORE_RETRY_AFTER_S)},
         ),
         SetLockedError: operator_error(
             status.HTTP_409_CONFLICT,

@@ -8,6 +8,10 @@ change is saved before it is acknowledged, and a removed id is never given to an
 A quote may be added with usage examples, contexts it is used in, when the set learns from them (UsageLearning,
 for a hybrid bundle): its vector is pulled towards their context vectors as the bundle's own quotes were, and
 the set keeps them, saved with the quote, for CRM and knn (live_fusion).
+
+Where the changes are saved is a ChangeStore: a folder (quote_store.QuoteStore), or a PostgreSQL database that
+several processes share (postgres_store.PostgresStore), whose changes made by the others come in through
+`catch_up`.
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -33,7 +38,13 @@ from quoter.quote_set import QuoteSet, encode_quote_set
 from quoter.ranking import Query
 from quoter.serving.live.index_config import IndexConfig
 from quoter.serving.live.quote_index import QuoteIndex
-from quoter.serving.live.quote_store import QuoteStore, StoredQuotes, StoreOrigin, UsageExamples
+from quoter.serving.live.quote_store import (
+    ChangeNotSavedError,
+    QuoteStore,
+    StoredQuotes,
+    StoreOrigin,
+    UsageExamples,
+)
 
 LIVE_FOLDER = "quote_index"
 
@@ -55,6 +66,42 @@ class QuoteConflictError(QuoterError):
         super().__init__(
             f"the quote is already listed, as id {quote_id}, with {other}; remove it first to list it with {these}"
         )
+
+
+class StoreUnavailableError(ChangeNotSavedError):
+    """The database the set is shared in cannot be reached: the change was not saved, so it was not made."""
+
+
+class ListedElsewhereError(QuoterError):
+    """Another process listed the quote's text meanwhile: the add was not saved, and the set has caught up."""
+
+
+@dataclass(frozen=True)
+class QuoteChange:
+    """A change saved to a shared store: quote `quote_id` added (its record, vector (dim,) and the usage examples
+    it was added with) or, with no record, removed."""
+
+    quote_id: int
+    record: QuoteRecord | None = None
+    vector: np.ndarray | None = None
+    examples: UsageExamples | None = None
+
+
+class ChangeStore(Protocol):
+    """Where a live set saves each change before making it; no id is ever given twice."""
+
+    def add_new(self, record: QuoteRecord, vector: np.ndarray, examples: UsageExamples | None = None) -> int:
+        """Save an added quote (vector (dim,)) with the usage examples it was added with, under an id never given
+        before; return the id. A shared store raises ListedElsewhereError when another process listed the text."""
+        ...
+
+    def remove(self, quote_id: int) -> None:
+        """Save a removal."""
+        ...
+
+    def close(self) -> None:
+        """Let go of what the store holds (a lock, connections); a later change takes it again."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -116,14 +163,15 @@ class LiveQuotes:
         records: dict[int, QuoteRecord],
         index: QuoteIndex,
         encoder: QuoteEncoder,
-        store: QuoteStore | None = None,
+        store: ChangeStore | None = None,
         next_id: int = 0,
         examples: Mapping[int, UsageExamples] | None = None,
         usage: UsageLearning | None = None,
     ) -> None:
         """`store`: where every change is saved, or None to keep changes in memory; `next_id`: the smallest
-        id a new quote may get (raised past the ids in use); `examples`: the usage examples of quotes added
-        with some, by id; `usage`: how the set learns from them (None: quotes cannot be added with any)."""
+        id a new quote kept in memory may get (raised past the ids in use); `examples`: the usage examples of
+        quotes added with some, by id; `usage`: how the set learns from them (None: quotes cannot be added with
+        any)."""
         self._records = dict(sorted(records.items()))
         # Replaced, never changed in place, so that a ScoredSet keeps the examples of its own version.
         self._examples = dict(examples or {})
@@ -167,6 +215,18 @@ class LiveQuotes:
         if folder is not None:
             origin = StoreOrigin.of(quotes, encoder.identity)
             store, quotes = QuoteStore.open(Path(folder) / LIVE_FOLDER, quotes, origin)
+        return cls.of(quotes, encoder, config, store, usage)
+
+    @classmethod
+    def of(
+        cls,
+        quotes: StoredQuotes,
+        encoder: QuoteEncoder,
+        config: IndexConfig,
+        store: ChangeStore | None,
+        usage: UsageLearning | None,
+    ) -> LiveQuotes:
+        """`quotes` as they were read from `store` (None: kept in memory), indexed as `config` says."""
         index = QuoteIndex(np.array(list(quotes.records), dtype=np.int64), quotes.vectors, config)
         return cls(quotes.records, index, encoder, store, quotes.next_id, quotes.examples, usage)
 
@@ -233,18 +293,34 @@ class LiveQuotes:
             known = self._listed(record, examples)
             if known is not None:
                 return known, False
-            quote_id = self._next_id
             # Saved first: a change that could not be saved is not made.
-            if self._store is not None:
-                self._store.add(quote_id, record, vector[0], learned)
-            self._next_id += 1
-            self._index.add(np.array([quote_id]), vector)
-            self._records[quote_id] = record
-            self._by_text[record.text] = quote_id
-            if learned is not None:
-                self._examples = {**self._examples, quote_id: learned}
-            self._version += 1
+            try:
+                quote_id = self._save_added(record, vector[0], learned)
+            except ListedElsewhereError:
+                # The set has caught up with the add that listed the text, and no change came after it.
+                known = self._listed(record, examples)
+                if known is None:
+                    raise
+                return known, False
+            self._list(quote_id, record, vector, learned)
         return quote_id, True
+
+    def _save_added(self, record: QuoteRecord, vector: np.ndarray, examples: UsageExamples | None) -> int:
+        """The id of a quote added now, saved to the store if there is one. Called under the lock."""
+        if self._store is not None:
+            return self._store.add_new(record, vector, examples)
+        quote_id = self._next_id
+        self._next_id += 1
+        return quote_id
+
+    def _list(self, quote_id: int, record: QuoteRecord, vector: np.ndarray, examples: UsageExamples | None) -> None:
+        """Make an add in memory (vector (1, dim)). Called under the lock."""
+        self._index.add(np.array([quote_id]), vector)
+        self._records[quote_id] = record
+        self._by_text[record.text] = quote_id
+        if examples is not None:
+            self._examples = {**self._examples, quote_id: examples}
+        self._version += 1
 
     def _check_examples(self, examples: Sequence[Query]) -> None:
         """Refuse usage examples the set cannot learn from, or that show nothing on either side."""
@@ -282,13 +358,35 @@ class LiveQuotes:
             record = self.get(quote_id)
             if self._store is not None:
                 self._store.remove(quote_id)
-            self._index.remove(np.array([quote_id]))
-            del self._records[quote_id]
-            del self._by_text[quote_key(record.text)]
-            if quote_id in self._examples:
-                self._examples = {key: value for key, value in self._examples.items() if key != quote_id}
-            self._version += 1
+            self._unlist(quote_id)
         return record
+
+    def _unlist(self, quote_id: int) -> None:
+        """Make a removal in memory. Called under the lock."""
+        self._index.remove(np.array([quote_id]))
+        record = self._records.pop(quote_id)
+        del self._by_text[quote_key(record.text)]
+        if quote_id in self._examples:
+            self._examples = {key: value for key, value in self._examples.items() if key != quote_id}
+        self._version += 1
+
+    def catch_up(self, changes: Callable[[], Iterable[QuoteChange]]) -> None:
+        """Make the changes that other processes saved to a shared store, in the order they were saved, without
+        saving them again. `changes` reads them under the set's lock, so that reading and making them is one
+        step between this process's own changes."""
+        with self._lock:
+            for change in changes():
+                if change.record is None:
+                    self._unlist(change.quote_id)
+                else:
+                    assert change.vector is not None
+                    self._list(change.quote_id, change.record, change.vector[None], change.examples)
+
+    def close(self) -> None:
+        """Let go of what the store holds: its lock or connections (a later change takes them again), and stop
+        following a shared store."""
+        if self._store is not None:
+            self._store.close()
 
     def fingerprint(self) -> str:
         """A hash of the quote set as it is now: ids, records and vectors."""

@@ -28,8 +28,9 @@ The changes only mean something over the base set they were made to (its ids, it
 change records that base's origin, and a store opened over another base (a newer built-in bank, another
 model, another bundle given the same state folder) is refused rather than mixed with it.
 
-One process changes a set: its first change takes the lock and keeps it. A process whose copy of the set
-is out of date (another one changed it since it was read) is refused, so no id is ever given twice.
+One process changes a set: its first change takes the lock and keeps it until the store is closed. A process
+whose copy of the set is out of date (another one changed it since it was read) is refused, so no id is ever
+given twice.
 """
 
 from __future__ import annotations
@@ -314,9 +315,12 @@ def _read_legacy(folder: Path) -> StoredQuotes | None:
 class QuoteStore:
     """The saved changes of one live quote set (see the module's docstring); open it with `QuoteStore.open`."""
 
-    def __init__(self, folder: Path, generation: int, log_size: int, origin: StoreOrigin | None = None) -> None:
+    def __init__(
+        self, folder: Path, generation: int, log_size: int, next_id: int, origin: StoreOrigin | None = None
+    ) -> None:
         self.folder = folder
         self._origin = origin
+        self._next_id = next_id  # the id the next quote added through add_new gets
         self._generation = generation
         self._log_size = log_size  # bytes of acknowledged changes in the log
         # Both open from the first change on; file objects, so that the lock goes with the store.
@@ -331,7 +335,7 @@ class QuoteStore:
         was saved; `origin`: the base's, which changes saved there must have been made to (None: unchecked).
         Leftovers are deleted and the log compacted unless another process holds the lock."""
         if not folder.is_dir():
-            return cls(folder, 0, 0, origin), base
+            return cls(folder, 0, 0, base.next_id, origin), base
         _check_origin(folder, origin)
         try:
             lock_fd: int | None = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
@@ -348,7 +352,7 @@ class QuoteStore:
             # Closing the descriptor drops the lock: the first change takes it again.
             if lock_fd is not None:
                 os.close(lock_fd)
-        return cls(folder, generation, log_size, origin), quotes
+        return cls(folder, generation, log_size, quotes.next_id, origin), quotes
 
     def add(
         self, quote_id: int, record: QuoteRecord, vector: np.ndarray, examples: UsageExamples | None = None
@@ -356,10 +360,25 @@ class QuoteStore:
         """Save an added quote with the usage examples it was added with, in one line; once this returns, it
         survives a crash, whole."""
         self._append(quote_line(quote_id, record, vector, examples))
+        self._next_id = max(self._next_id, quote_id + 1)
+
+    def add_new(self, record: QuoteRecord, vector: np.ndarray, examples: UsageExamples | None = None) -> int:
+        """Save an added quote as `add` does, under the next id of the set (never given before); return it."""
+        quote_id = self._next_id
+        self.add(quote_id, record, vector, examples)
+        return quote_id
 
     def remove(self, quote_id: int) -> None:
         """Save a removal; once this returns, it survives a crash."""
         self._append((json.dumps({"removed": quote_id}) + "\n").encode("utf-8"))
+
+    def close(self) -> None:
+        """Close the log and let go of the lock; a later change takes it again, unless another process changed
+        the set meanwhile."""
+        for file in (self._log_file, self._lock_file):
+            if file is not None:
+                file.close()
+        self._log_file = self._lock_file = None
 
     def _append(self, line: bytes) -> None:
         log_fd = self._claim().fileno()
