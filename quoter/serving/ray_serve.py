@@ -133,10 +133,9 @@ def serve_on_ray(build_app: Callable[[], FastAPI], settings: ServeConfig, tell: 
         except RuntimeError:
             raise QuoterError(f"the replicas did not start: {why_replicas_failed(serve)}") from None
         low, high = settings.engine.scale_range()
-        replicas = str(low) if low == high else f"{low} to {high}"
-        tell(
-            f"serving on http://{settings.host}:{settings.port} with {replicas} Ray Serve replicas (API docs at /docs)"
-        )
+        count = str(low) if low == high else f"{low} to {high}"
+        replicas = "1 Ray Serve replica" if high == 1 else f"{count} Ray Serve replicas"
+        tell(f"serving on http://{settings.host}:{settings.port} with {replicas} (API docs at /docs)")
         threading.Event().wait()
     except KeyboardInterrupt:
         pass
