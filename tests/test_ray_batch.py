@@ -4,18 +4,24 @@ run that stopped resumes; another run's shards are refused. One local Ray cluste
 import json
 import sys
 import time
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import ray
+import torch
 from typer.testing import CliRunner
 
 from quoter.batch import ray_job
 from quoter.batch.contexts import read_contexts
 from quoter.batch.job import shard_folder
+from quoter.batch.settings import BatchConfig, BatchEngineConfig
+from quoter.bundle import Bundle
 from quoter.cli import app
 from quoter.errors import InputError, QuoterError
+from quoter.serving.recommender import BUNDLE_AS_IS, Recommender
+from quoter.serving.settings import EngineKind
 from tests.serving_fixtures import tiny_bundle
 
 # Ids of several JSON types, both contexts and left contexts only, of lengths that pad each step differently.
@@ -198,3 +204,25 @@ def test_without_ray_the_ray_engine_says_how_to_install_it(monkeypatch, bundle_f
     monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` meets where Ray is not installed
     refused = ray_batch(bundle_folder, source, tmp_path / "out.jsonl")
     assert str(refused.exception) == "--engine ray needs Ray: pip install 'quoter[scale]'"
+
+
+def test_a_worker_that_takes_gpus_runs_its_context_encoder_on_one():
+    cpu = BatchConfig()
+    assert ray_job.worker_config(cpu) is cpu
+    gpu = BatchConfig(engine=BatchEngineConfig(kind=EngineKind.RAY, gpus_per_worker=1.0))
+    assert ray_job.worker_config(gpu).device == "cuda" and gpu.device == "cpu"
+
+
+def test_the_cuda_device_moves_the_context_encoder_or_says_there_is_no_gpu(bundle_folder):
+    config = replace(BUNDLE_AS_IS, device="cuda")
+    if not torch.cuda.is_available():
+        with pytest.raises(QuoterError, match="^device: cuda asked for, and no CUDA GPU is visible to this process$"):
+            Recommender(Bundle.load(bundle_folder), config)
+        return
+    recommender = Recommender(Bundle.load(bundle_folder), config)
+    assert recommender.runtime.name == "torch" and recommender.context_encoder.model.device.type == "cuda"
+
+
+def test_a_device_neither_cpu_nor_cuda_is_refused_in_one_line():
+    with pytest.raises(QuoterError, match="^device: expected cpu or cuda"):
+        BatchConfig(device="tpu")

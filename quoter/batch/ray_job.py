@@ -17,6 +17,7 @@ import os
 import pickle
 import shutil
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -76,6 +77,12 @@ def run_ray_batch(
                 bar.update(ranked)
     _merge(shards, len(blocks), output)
     return sum(len(blocks[number]) for number in pending)
+
+
+def worker_config(config: BatchConfig) -> BatchConfig:
+    """The settings a Ray worker ranks with: on the GPU Ray gives it when it takes some (--gpus-per-worker),
+    which it then sees as its only one."""
+    return replace(config, device="cuda") if config.engine.gpus_per_worker else config
 
 
 def import_ray() -> ModuleType:

@@ -340,7 +340,7 @@ def batch_command(
     check_store(store, state)
     from quoter.batch.contexts import read_contexts
     from quoter.batch.job import check_batch_output, run_batch
-    from quoter.batch.ray_job import import_ray, run_ray_batch
+    from quoter.batch.ray_job import import_ray, run_ray_batch, worker_config
 
     check_batch_output(output, input)
     contexts = read_contexts(input)
@@ -352,7 +352,8 @@ def batch_command(
     recommender = build()
     typer.echo(f"context encoder runtime: {recommender.runtime.describe()}", err=True)
     if on_ray:
-        ranked = run_ray_batch(recommender, build, contexts, output, settings, resume)
+        workers = functools.partial(batch_recommender, bundle, quotes, lang, state, worker_config(settings), store)
+        ranked = run_ray_batch(recommender, workers, contexts, output, settings, resume)
     else:
         ranked = run_batch(recommender, contexts, output, settings.batch, resume)
     typer.echo(f"{output}: {len(contexts):,} contexts ({ranked:,} ranked now)", err=True)

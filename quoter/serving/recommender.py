@@ -46,6 +46,19 @@ def context_runtime(bundle: Bundle, config: RecommenderConfig, folder: Path | No
     return ChosenRuntime("torch-int8", quantize_dynamic_int8(bundle.context_encoder))
 
 
+def place_context_encoder(bundle: Bundle, config: RecommenderConfig) -> None:
+    """Move the bundle's context encoder to config.device (a GPU), where the torch runtime then runs it."""
+    if config.device == "cpu":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise QuoterError(f"device: {config.device} asked for, and no CUDA GPU is visible to this process")
+    if config.int8:
+        raise QuoterError("int8 quantizes the context encoder for the CPU; on a GPU, leave int8 off")
+    bundle.context_encoder.to(config.device)
+
+
 def usage_learning(bundle: Bundle, context: ContextVectors, config: RecommenderConfig) -> UsageLearning:
     """How quotes added to a hybrid bundle's set learn from their usage examples: encoded by `context`, the
     runtime that encodes queries (knn compares them with queries), with the pull the bundle's own quotes got
@@ -72,6 +85,7 @@ class Recommender:
         self.config = config
         self.language: Language = bundle.language
         self.info = bundle.info
+        place_context_encoder(bundle, config)
         self.runtime = context_runtime(bundle, config, folder)
         self.context_encoder = self.runtime.encoder
         usage = None if bundle.fusion is None else usage_learning(bundle, self.context_encoder, config)

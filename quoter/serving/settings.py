@@ -39,10 +39,13 @@ class RecommenderConfig:
     threads: int = setting(DEFAULT_THREADS, "CPU threads per encoder call and search: torch, ONNX Runtime, faiss")
     batching: BatchingConfig = field(default_factory=BatchingConfig)
     encode_batch: int = setting(64, "Contexts per encoder forward pass; a file is ranked in such steps")
+    device: str = setting("cpu", "Where the context encoder runs: cpu, or cuda (a GPU, with the torch runtime)")
 
     def __post_init__(self) -> None:
         at_least("threads", self.threads, 1)
         at_least("encode_batch", self.encode_batch, 1)
+        if self.device != "cpu" and not self.device.startswith("cuda"):
+            raise QuoterError(f"device: expected cpu or cuda (cuda:N for one GPU of several), got {self.device!r}")
         # BatchingConfig leaves its bounds to the settings that make it.
         at_least("batching.max_batch", self.batching.max_batch, 1)
         at_least("batching.max_wait_ms", self.batching.max_wait_ms, 0)
