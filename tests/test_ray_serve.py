@@ -19,7 +19,7 @@ from ray import serve
 from typer.testing import CliRunner
 
 from quoter.cli import app
-from quoter.cli.serve_commands import hosted_app
+from quoter.cli.serve_commands import Hosted, hosted_app
 from quoter.encoders.backend.runtime_config import ContextRuntime
 from quoter.languages import Language
 from quoter.serving.http.schemas import MAX_PAGE
@@ -57,8 +57,8 @@ def replicas(port, tmp_path):
     )
 
     def run(store: str | None = None) -> str:
-        hosted = [f"en={tmp_path / 'bundle-en'}"]
-        build = functools.partial(hosted_app, hosted, [], [Language.EN], None, None, settings, store)
+        hosted = Hosted([f"en={tmp_path / 'bundle-en'}"], [], [Language.EN], None, store)
+        build = functools.partial(hosted_app, hosted, None, settings)
         serve.run(quoter_application(build, settings), name=APP_NAME)
         return f"http://127.0.0.1:{port}"
 
@@ -69,6 +69,25 @@ def replicas(port, tmp_path):
 def kill_replica(replica: str) -> None:
     """Kill a replica's actor, as a crash of its process would."""
     ray.kill(ray.get_actor(f"SERVE_REPLICA::{APP_NAME}#{DEPLOYMENT_NAME}#{replica}", namespace="serve"))
+
+
+def kill_a_replica_during(work, replicas, stop):
+    """Run `work(number)` in two threads; once both replicas have answered (`replicas()`: who answered, in
+    order), kill the one that answered last, let the work go on 3 s, then stop it; the victim, when it died, and
+    the threads."""
+    threads = [threading.Thread(target=work, args=(number,)) for number in range(2)]
+    for thread in threads:
+        thread.start()
+    while len(set(replicas())) < 2:
+        time.sleep(0.05)
+    victim = replicas()[-1]
+    kill_replica(victim)
+    killed_at = time.monotonic()
+    time.sleep(3)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    return victim, killed_at, threads
 
 
 def answers_of_both(client: httpx.Client) -> dict[str, list[dict]]:
@@ -102,24 +121,13 @@ def test_when_a_replica_is_killed_the_other_keeps_answering(replicas):
 
     url = replicas()
 
-    def ask() -> None:
+    def ask(_: int) -> None:
         with httpx.Client(base_url=url, timeout=30) as client:
             while not stop.is_set():
                 response = client.post("/recommend", json=CONTEXT)
                 statuses.append((time.monotonic(), response.status_code, response.headers.get(REPLICA_HEADER)))
 
-    clients = [threading.Thread(target=ask) for _ in range(2)]
-    for client in clients:
-        client.start()
-    while len({replica for _, _, replica in statuses}) < 2:
-        time.sleep(0.05)
-    victim = statuses[-1][2]
-    kill_replica(victim)
-    killed_at = time.monotonic()
-    time.sleep(3)
-    stop.set()
-    for client in clients:
-        client.join()
+    victim, killed_at, clients = kill_a_replica_during(ask, lambda: [replica for _, _, replica in statuses], stop)
     after = [(status, replica) for at, status, replica in statuses if at > killed_at]
     # Only the requests the victim held when it died may fail; every later one is answered by another replica.
     failed = [status for status, _ in after if status != 200]
@@ -162,18 +170,7 @@ def test_killing_a_replica_while_quotes_are_added_loses_no_acknowledged_add(repl
                     acknowledged[quote] = response.json()["id"]
                     answered.append((time.monotonic(), response.headers[REPLICA_HEADER]))
 
-    writers = [threading.Thread(target=add, args=(writer,)) for writer in range(2)]
-    for writer in writers:
-        writer.start()
-    while len({replica for _, replica in answered}) < 2:
-        time.sleep(0.05)
-    victim = answered[-1][1]
-    kill_replica(victim)
-    killed_at = time.monotonic()
-    time.sleep(3)
-    stop.set()
-    for writer in writers:
-        writer.join()
+    victim, killed_at, _ = kill_a_replica_during(add, lambda: [replica for _, replica in answered], stop)
     assert [replica for at, replica in answered if at > killed_at + 1 and replica != victim], "no add after the kill"
     listed: dict[str, int] = {}
     with httpx.Client(base_url=url) as client:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -190,33 +191,27 @@ def serve_command(
         raise QuoterError("--quotes needs the --bundle whose quote encoder made the quote set")
     key = read_api_key(api_key, api_key_file)
     check_store(store, state)
+    languages = list(dict.fromkeys(lang or list(Language)))
+    hosted = Hosted(bundle or [], quotes or [], languages, state, store)
     if settings.engine.kind is EngineKind.RAY:
-        languages = list(dict.fromkeys(lang or list(Language)))
-        serve_with_ray(bundle or [], quotes or [], languages, state, key, settings, store)
+        serve_with_ray(hosted, key, settings)
         return
     import uvicorn
 
-    from quoter.serving.hosting import (
-        can_save_changes,
-        default_recommenders,
-        default_state_folder,
-        load_hosted,
-    )
+    from quoter.serving.hosting import can_save_changes, default_state_folder
     from quoter.serving.http.app import AppConfig, create_app
     from quoter.serving.http.head_timeout import head_timeout_protocol
 
     set_threads(settings.threads)
-    if bundle:
-        recommenders = load_hosted(bundle, quotes or [], settings, state, to_stderr, store)
-    else:
-        languages = list(dict.fromkeys(lang or list(Language)))
+    if not bundle:
         names = ", ".join(language.value for language in languages)
         typer.echo(
             f"no --bundle given: the built-in default for {names}, learning from the bank's usage examples "
             "(the first start takes a few minutes; what is learned is cached)",
             err=True,
         )
-        recommenders = default_recommenders(languages, settings, state, to_stderr, store)
+    recommenders = hosted.recommenders(settings)
+    if not bundle:
         saved_in = state or default_state_folder()
         if store is not None:  # not echoed: the URL may hold a password
             typer.echo("quotes added or removed are saved in the PostgreSQL database of --store", err=True)
@@ -227,8 +222,8 @@ def serve_command(
     limits = settings.limits
     app = create_app(recommenders, AppConfig(api_key=key, limits=limits))
     host, port = settings.host, settings.port
-    hosted = ", ".join(f"{r.language.value} ({len(r.quotes):,} quotes, {r.runtime.name})" for r in recommenders)
-    typer.echo(f"hosting {hosted} on http://{host}:{port} (API docs at /docs)", err=True)
+    names = ", ".join(f"{r.language.value} ({len(r.quotes):,} quotes, {r.runtime.name})" for r in recommenders)
+    typer.echo(f"hosting {names} on http://{host}:{port} (API docs at /docs)", err=True)
     typer.echo(f"answering Host: {', '.join(limits.allowed_hosts)} (--allowed-host to change)", err=True)
     warn_if_open(key, settings)
     uvicorn.run(
@@ -253,52 +248,49 @@ def warn_if_open(key: str | None, settings: ServeConfig) -> None:
         )
 
 
-def serve_with_ray(
-    bundle: list[str],
-    quotes: list[str],
-    languages: list[Language],
-    state: Path | None,
-    key: str | None,
-    settings: ServeConfig,
-    store: str | None = None,
-) -> None:
+@dataclass(frozen=True)
+class Hosted:
+    """What `quoter serve` hosts: the bundles given as LANG=DIR over their own quotes or the quote sets given as
+    LANG=FILE, else the built-in default of `languages`; the live changes go to the state folder, or to the
+    PostgreSQL database `store`."""
+
+    bundles: list[str]
+    quotes: list[str]
+    languages: list[Language]
+    state: Path | None
+    store: str | None
+
+    def recommenders(self, settings: ServeConfig) -> list[Recommender]:
+        """The recommenders, built now (in this process, or in a Ray Serve replica)."""
+        from quoter.serving.hosting import default_recommenders, load_hosted
+
+        if self.bundles:
+            return load_hosted(self.bundles, self.quotes, settings, self.state, to_stderr, self.store)
+        return default_recommenders(self.languages, settings, self.state, to_stderr, self.store)
+
+
+def serve_with_ray(hosted: Hosted, key: str | None, settings: ServeConfig) -> None:
     """`quoter serve --engine ray`: the app that `hosted_app` builds, in each Ray Serve replica."""
     _, most = settings.engine.scale_range()
-    if most > 1 and store is None:
+    if most > 1 and hosted.store is None:
         raise QuoterError(
             f"{most} replicas would each keep their own copy of the quote set, and a quote added through one would "
             "be missing from the others: give --store postgresql://..., or --replicas 1"
         )
     from quoter.serving.ray_serve import serve_on_ray
 
-    if not bundle:
+    if not hosted.bundles:
         to_stderr("no --bundle given: each replica serves the built-in default (the first start takes minutes)")
     warn_if_open(key, settings)
-    app = functools.partial(hosted_app, bundle, quotes, languages, state, key, settings, store)
-    serve_on_ray(app, settings, to_stderr)
+    serve_on_ray(functools.partial(hosted_app, hosted, key, settings), settings, to_stderr)
 
 
-def hosted_app(
-    bundle: list[str],
-    quotes: list[str],
-    languages: list[Language],
-    state: Path | None,
-    key: str | None,
-    settings: ServeConfig,
-    store: str | None = None,
-) -> FastAPI:
-    """The app `quoter serve` serves, built where it runs (in a Ray Serve replica): the bundles given as
-    `LANG=DIR` over their quotes or quote sets, else the built-in default of `languages`, with the live changes
-    of the state folder or of the PostgreSQL database `store`."""
-    from quoter.serving.hosting import default_recommenders, load_hosted
+def hosted_app(hosted: Hosted, key: str | None, settings: ServeConfig) -> FastAPI:
+    """The app `quoter serve` serves, built where it runs (in a Ray Serve replica)."""
     from quoter.serving.http.app import AppConfig, create_app
 
     set_threads(settings.threads)
-    if bundle:
-        recommenders = load_hosted(bundle, quotes, settings, state, to_stderr, store)
-    else:
-        recommenders = default_recommenders(languages, settings, state, to_stderr, store)
-    return create_app(recommenders, AppConfig(api_key=key, limits=settings.limits))
+    return create_app(hosted.recommenders(settings), AppConfig(api_key=key, limits=settings.limits))
 
 
 @BATCH.command
