@@ -375,3 +375,28 @@ def test_a_step_limit_within_the_first_epoch_still_validates_and_keeps_the_best_
         "retrain/best/best.ckpt",
         "retrain/done.json",
     ]
+
+
+def test_validation_every_n_steps_logs_the_minutes_since_the_run_started(tmp_path):
+    # 24 batches an epoch: stage 1 validates at steps 5 and 10 (the 2 steps to its limit train unvalidated),
+    # stage 2 every 8 of its 24.
+    settings = {
+        "joint.max_steps": "12",
+        "joint.validate_every": "5",
+        "retrain.validate_every": "8",
+        "run.logger": "csv",
+        "fusion.enabled": "false",
+    }
+    config = tiny_config(tmp_path, **settings)
+    train(config, log=lambda message: None)
+    validations = {}
+    for stage in ("joint", "retrain"):
+        rows = (checkpoint_folder(config) / stage / "logs" / "version_0" / "metrics.csv").read_text().splitlines()
+        header = rows[0].split(",")
+        logged = [dict(zip(header, row.split(","))) for row in rows[1:]]
+        validations[stage] = [row for row in logged if row["val_mrr"]]
+    assert [int(row["step"]) + 1 for row in validations["joint"]] == [5, 10]
+    assert [int(row["step"]) + 1 for row in validations["retrain"]] == [8, 16, 24]
+    minutes = [float(row["minutes"]) for stage in ("joint", "retrain") for row in validations[stage]]
+    # Counted from the run's start, not each stage's: they only grow.
+    assert all(0 < earlier < later for earlier, later in zip(minutes, minutes[1:]))

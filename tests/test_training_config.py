@@ -108,3 +108,15 @@ def test_train_py_writes_a_bundle_that_quoter_evaluate_ranks_with(tmp_path):
     assert "ranking all 10 quotes" in evaluated.stdout
     wrong = run("-m", "quoter", "evaluate", "--method", "bundle", "--data", str(data))
     assert wrong.returncode == 2 and "--bundle DIR" in wrong.stderr
+
+
+def test_every_shipped_config_loads_and_the_gpu_ones_train_until_validation_stops_improving():
+    configs = {path.stem: load_config(path) for path in sorted((REPO / "configs").glob("*.yaml"))}
+    assert {"zh-offline", "en-gpu", "zh-gpu", "zh-classical-gpu"} <= configs.keys()
+    for name in ("en-gpu", "zh-gpu", "zh-classical-gpu"):
+        config = configs[name]
+        for stage in (config.joint, config.retrain):
+            assert stage.max_steps == -1 and stage.epochs >= 10 and stage.validate_every is None, name
+        assert config.model.freeze_layers == 0 and config.model.dropout is None, name
+        assert config.negatives.in_batch and config.negatives.cache, name
+    assert configs["zh-classical-gpu"].data.language.value == "zh-classical"

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from torch import nn
 
 from quoter.encoders.batching import encode_rows
 from quoter.encoders.configs import ENCODE_BATCH, ContextEncoderConfig
+from quoter.encoders.frozen_layers import FrozenBottom, bottom_states, top_states
 from quoter.encoders.limits import segment_inputs, usable_length
 from quoter.encoders.pooling import GAP_TEXT, GapMarker, PoolingMode
 from quoter.encoders.saved_encoder import FORMAT_KEYS, load_encoder_model, read_encoder_settings, save_encoder
@@ -42,12 +42,14 @@ class ContextRow:
 
 @dataclass(frozen=True)
 class ContextBatch:
-    """Padded tensors for a batch of contexts."""
+    """Padded tensors for a batch of contexts; with `states`, the contexts' hidden states after the encoder's
+    frozen bottom (kept from an earlier pass), which the encoder then starts from."""
 
     input_ids: torch.Tensor
     attention_mask: torch.Tensor
     token_type_ids: torch.Tensor
     positions: torch.Tensor
+    states: torch.Tensor | None = None
 
 
 def fit_context(left: Sequence[int], right: Sequence[int], budget: int) -> tuple[list[int], list[int]]:
@@ -62,7 +64,7 @@ def fit_context(left: Sequence[int], right: Sequence[int], budget: int) -> tuple
     return list(left[len(left) - keep_left :]), list(right[:keep_right])
 
 
-class ContextEncoder(nn.Module):
+class ContextEncoder(FrozenBottom):
     """Encodes query contexts into vectors with a pretrained encoder and its fast tokenizer."""
 
     def __init__(
@@ -119,8 +121,8 @@ class ContextEncoder(nn.Module):
         # The position is read by [MASK] pooling only.
         return ContextRow(ids, [0] * len(ids), len(before))
 
-    def collate(self, rows: Sequence[ContextRow]) -> ContextBatch:
-        """Pad rows into tensors on the model's device."""
+    def collate(self, rows: Sequence[ContextRow], device: torch.device | str | None = None) -> ContextBatch:
+        """Pad rows into tensors on `device` (None: the model's)."""
         width = max(len(row.input_ids) for row in rows)
         pad = self.tokenizer.pad_token_id
         ids = torch.full((len(rows), width), pad, dtype=torch.long)
@@ -131,7 +133,7 @@ class ContextEncoder(nn.Module):
             types[index, : len(row.input_ids)] = torch.tensor(row.token_type_ids)
             mask[index, : len(row.input_ids)] = 1
         positions = torch.tensor([row.position for row in rows], dtype=torch.long)
-        device = self.model.device
+        device = self.model.device if device is None else device
         return ContextBatch(ids.to(device), mask.to(device), types.to(device), positions.to(device))
 
     def prepare(self, queries: Sequence[Query]) -> ContextBatch:
@@ -140,12 +142,20 @@ class ContextEncoder(nn.Module):
 
     def forward(self, batch: ContextBatch) -> torch.Tensor:
         """Context vectors (batch, hidden), pooled from the final hidden states as the config says."""
-        hidden = self.model(
-            input_ids=batch.input_ids,
-            attention_mask=batch.attention_mask,
-            **segment_inputs(self.model, batch.token_type_ids),
-        ).last_hidden_state
+        if batch.states is not None:
+            hidden = top_states(self.model, batch.states, batch.attention_mask, self.frozen_layers)
+        else:
+            hidden = self.model(
+                input_ids=batch.input_ids,
+                attention_mask=batch.attention_mask,
+                **segment_inputs(self.model, batch.token_type_ids),
+            ).last_hidden_state
         return self.config.pooling.pool(hidden, batch.attention_mask, batch.positions)
+
+    def bottom_states(self, batch: ContextBatch) -> torch.Tensor:
+        """The contexts' hidden states after the frozen bottom (freeze_bottom), (batch, tokens, hidden)."""
+        ids, mask, types = batch.input_ids, batch.attention_mask, batch.token_type_ids
+        return bottom_states(self.model, ids, mask, types, self.frozen_layers)
 
     def encode(
         self, queries: Sequence[Query], batch_size: int = ENCODE_BATCH, progress_label: str | None = None

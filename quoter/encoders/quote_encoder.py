@@ -22,6 +22,7 @@ from torch import nn
 
 from quoter.encoders.batching import encode_rows
 from quoter.encoders.configs import ENCODE_BATCH, QuoteEncoderConfig
+from quoter.encoders.frozen_layers import FrozenBottom
 from quoter.encoders.limits import segment_inputs, usable_length
 from quoter.encoders.saved_encoder import FORMAT_KEYS, load_encoder_model, read_encoder_settings, save_encoder
 from quoter.errors import InputError, QuoterError
@@ -65,7 +66,7 @@ class QuoteBatch:
     sememe_weights: torch.Tensor
 
 
-class QuoteEncoder(nn.Module):
+class QuoteEncoder(FrozenBottom):
     """Encodes quotes into vectors; with an annotator and sememe names, adds sememes by Eq. 6."""
 
     def __init__(

@@ -45,7 +45,8 @@ def shuffled_batches(
 
 class ResumableBatchSampler(Sampler[list[int]]):
     """Yields an epoch's batches, skipping those already trained on when resumed; under DDP each rank takes
-    every world_size-th batch."""
+    every world_size-th batch, and the last len % world_size batches of the epoch are left out: a rank with
+    one batch more than the others would wait for their gradients forever."""
 
     def __init__(self, quote_ids: Sequence[int], batch_size: int, seed: int, distinct_quotes: bool) -> None:
         self.quote_ids = list(quote_ids)
@@ -63,15 +64,20 @@ class ResumableBatchSampler(Sampler[list[int]]):
             self.epoch = epoch
             self.consumed = 0
 
-    def _own_batches(self) -> list[list[int]]:
-        batches = shuffled_batches(self.quote_ids, self.batch_size, self.seed, self.epoch, self.distinct_quotes)
-        return batches[self.rank :: self.world_size]
+    def _batches(self) -> list[list[int]]:
+        return shuffled_batches(self.quote_ids, self.batch_size, self.seed, self.epoch, self.distinct_quotes)
 
     def __iter__(self) -> Iterator[list[int]]:
-        yield from self._own_batches()[self.consumed :]
+        batches = self._batches()
+        usable = len(batches) - len(batches) % self.world_size
+        yield from batches[self.rank : usable : self.world_size][self.consumed :]
 
     def __len__(self) -> int:
-        return len(self._own_batches())
+        return self.batches_per_rank(self.world_size)
+
+    def batches_per_rank(self, world_size: int) -> int:
+        """How many batches of this epoch each of `world_size` ranks trains on."""
+        return len(self._batches()) // world_size
 
     def mark_consumed(self) -> None:
         """Count one batch as trained on (called after each training batch, before any checkpoint)."""
@@ -89,9 +95,16 @@ class ResumableBatchSampler(Sampler[list[int]]):
 
 class ResumableLoader(DataLoader):
     """A DataLoader over the resumable batch sampler, whose state Lightning saves in checkpoints and restores;
-    `collate` turns each batch of sample indices into what the model takes."""
+    `collate` turns each batch of sample indices into what the model takes; with `pin_memory` (for a GPU), the
+    batches go into page-locked memory, from which they copy to the GPU without waiting for it."""
 
-    def __init__(self, batch_sampler: ResumableBatchSampler, seed: int, collate: Callable[[list[int]], Any]) -> None:
+    def __init__(
+        self,
+        batch_sampler: ResumableBatchSampler,
+        seed: int,
+        collate: Callable[[list[int]], Any],
+        pin_memory: bool = False,
+    ) -> None:
         # The loader's own generator keeps iterator creation from consuming the global torch RNG, whose
         # state is restored on resume and must match an uninterrupted run.
         super().__init__(
@@ -99,6 +112,7 @@ class ResumableLoader(DataLoader):
             batch_sampler=batch_sampler,
             collate_fn=collate,
             generator=torch.Generator().manual_seed(seed),
+            pin_memory=pin_memory,
         )
 
     def state_dict(self) -> dict[str, Any]:

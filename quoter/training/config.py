@@ -55,7 +55,10 @@ class ModelConfig:
     pooling, a softmax temperature of 1/scale (None: the model's); gloss: quotes are read with their glosses
     and sources (data.glosses);
     freeze_word_embeddings keeps the token embedding tables fixed (most of a multilingual model's weights);
-    freeze_layers keeps all embeddings and the lowest N transformer layers of both encoders fixed."""
+    freeze_layers keeps all embeddings and the lowest N transformer layers of both encoders fixed, running as
+    in inference (no dropout); cache_frozen_layers then computes their output for each context once and
+    trains only the layers above (the same weights, several times the contexts per second); dropout: the
+    probability of every dropout of both models (None: the model's own)."""
 
     name: str | None = None
     context_max_length: int = ContextEncoderConfig.max_length
@@ -66,9 +69,13 @@ class ModelConfig:
     gloss: bool = False
     freeze_word_embeddings: bool = False
     freeze_layers: int = 0
+    cache_frozen_layers: bool = True
+    dropout: float | None = None
 
     def __post_init__(self) -> None:
         at_least("context_max_length", self.context_max_length, 4)
+        if self.dropout is not None and not 0 <= self.dropout < 1:
+            raise QuoterError(f"dropout: must be in [0, 1), got {self.dropout}")
         at_least("freeze_layers", self.freeze_layers, 0)
         at_least("quote_max_length", self.quote_max_length, 3)
         if self.scale is not None and self.scale <= 0:
@@ -119,7 +126,8 @@ class NegativeConfig:
 class StageConfig:
     """One training stage: AdamW with a learning rate that declines linearly to 0 after a warmup; early
     stopping after `patience` validations without a better validation MRR; max_steps -1: no step limit;
-    quote_lr: stage 1's learning rate of the quote encoder (None: lr, as for the context encoder)."""
+    quote_lr: stage 1's learning rate of the quote encoder (None: lr, as for the context encoder);
+    validate_every: optimizer steps between validations (None: at the end of each epoch)."""
 
     enabled: bool = True
     epochs: int = 3
@@ -130,9 +138,12 @@ class StageConfig:
     patience: int = 2
     max_steps: int = -1
     quote_lr: float | None = None
+    validate_every: int | None = None
 
     def __post_init__(self) -> None:
         at_least("epochs", self.epochs, 1)
+        if self.validate_every is not None:
+            at_least("validate_every", self.validate_every, 1)
         at_least("batch_size", self.batch_size, 1)
         at_least("patience", self.patience, 1)
         for name, lr in (("lr", self.lr), ("quote_lr", self.quote_lr)):
@@ -171,8 +182,11 @@ class ValidationConfig:
 @dataclass(frozen=True)
 class RunConfig:
     """seed: python, numpy and torch; precision 'auto': bf16-mixed on GPUs, 32-true on CPU; devices 'auto':
-    every GPU (DDP when more than one) or the CPU; checkpoint_every: optimizer steps between resumable
-    checkpoints; checkpoints: their folder (None: OUTPUT.checkpoints beside the output); resume: continue
+    every GPU (DDP when more than one) or the CPU, a number: that many GPUs, or without GPUs that many CPU
+    processes (DDP over gloo); num_nodes: machines, each running `devices` processes (DDP; run the command on
+    each with NODE_RANK, MASTER_ADDR and MASTER_PORT set); under DDP each process trains on a batch of
+    batch_size and stage 1 uses every process's quotes as negatives; checkpoint_every: optimizer steps between
+    resumable checkpoints; checkpoints: their folder (None: OUTPUT.checkpoints beside the output); resume: continue
     the run found there; keep_checkpoints: keep them once the bundle is written (else they are deleted then,
     the logs kept: they only serve resuming the run)."""
 
@@ -181,6 +195,7 @@ class RunConfig:
     accumulate_grad_batches: int = 1
     precision: str = "auto"
     devices: str = "auto"
+    num_nodes: int = 1
     checkpoint_every: int = 200
     checkpoints: str | None = None
     resume: bool = True
@@ -190,6 +205,7 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         at_least("accumulate_grad_batches", self.accumulate_grad_batches, 1)
+        at_least("num_nodes", self.num_nodes, 1)
         at_least("checkpoint_every", self.checkpoint_every, 1)
 
 

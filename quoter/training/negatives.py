@@ -32,20 +32,13 @@ class NegativeSampler:
         # Row r: the train quotes nearest train quote pool[r], nearest first; empty until mined.
         self.hard_table = np.zeros((0, 0), dtype=np.int64)
         self.mined_epoch = -1
-        # With config.cache: the pool's vectors at the start of the epoch, a row per quote of `pool`.
+        # With config.cache: the pool's vectors at the start of the epoch, a row per quote of `pool` (on the
+        # training device once JointModule moved them there).
         self.cached_vectors = torch.zeros(0)
 
     def needs_mining(self, epoch: int) -> bool:
         """Whether hard negatives or the vector cache are wanted and not made yet for this epoch."""
         return (self.config.hard > 0 or self.config.cache) and self.mined_epoch != epoch
-
-    def cache_mask(self, candidates: np.ndarray) -> torch.Tensor:
-        """(rows, pool) True where a pool quote is among a row's candidates (gold and sampled negatives),
-        so that it does not count twice in the softmax."""
-        mask = np.zeros((len(candidates), len(self.pool)), dtype=bool)
-        for row, quotes in enumerate(candidates):
-            mask[row, [self._row_of[int(q)] for q in quotes if int(q) in self._row_of]] = True
-        return torch.from_numpy(mask)
 
     def mine(self, pool_vectors: np.ndarray, epoch: int) -> None:
         """From this epoch's vectors of the train quotes (one row per quote of `pool`, in its order): keep them
@@ -64,11 +57,15 @@ class NegativeSampler:
         nearest = similarity.topk(width, dim=1).indices.numpy()[:, skip:]
         self.hard_table = self.pool[nearest]
 
-    def sample(self, sample_ids: Sequence[int], gold_ids: Sequence[int], epoch: int) -> np.ndarray:
-        """Negative quote ids, shape (len(sample_ids), count), for the contexts of one batch."""
+    def sample(
+        self, sample_ids: Sequence[int], gold_ids: Sequence[int], epoch: int, batch_golds: Sequence[int] | None = None
+    ) -> np.ndarray:
+        """Negative quote ids, shape (len(sample_ids), count), for the contexts of one batch; in-batch negatives
+        come from `batch_golds` (None: gold_ids), under DDP the gold quotes of every process's batch."""
         if self.needs_mining(epoch):
             raise RuntimeError(f"hard negatives or cached vectors of epoch {epoch} were not made")
-        rows = [self._one(int(s), int(g), gold_ids, epoch) for s, g in zip(sample_ids, gold_ids)]
+        batch_golds = gold_ids if batch_golds is None else batch_golds
+        rows = [self._one(int(s), int(g), batch_golds, epoch) for s, g in zip(sample_ids, gold_ids)]
         return np.array(rows, dtype=np.int64).reshape(len(rows), self.config.count)
 
     def _one(self, sample_id: int, gold: int, batch_golds: Sequence[int], epoch: int) -> list[int]:
@@ -100,7 +97,8 @@ class NegativeSampler:
         return {
             "epoch": self.mined_epoch,
             "table": torch.from_numpy(self.hard_table.copy()),
-            "cache": self.cached_vectors,
+            # On the host: a checkpoint must load on a machine without the training's GPU.
+            "cache": self.cached_vectors.cpu(),
         }
 
     def load_state_dict(self, state: dict[str, object]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,13 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as pl
-import torch
-from pytorch_lightning.utilities import rank_zero_only
 
 from quoter.bundle import Bundle
 from quoter.datasets import load_dataset
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.factory import EncoderRecipe, pretrained_encoders
+from quoter.encoders.frozen_layers import set_dropout
 from quoter.encoders.model_sources import default_model
 from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.errors import QuoterError
@@ -30,6 +30,7 @@ from quoter.sememes.alignment import SememeAnnotator
 from quoter.sememes.sources import load_lexicon
 from quoter.training.config import TrainConfig, config_to_dict
 from quoter.training.data import QuoteDataModule, TrainingData
+from quoter.training.distributed import launching_process, wait_for_all
 from quoter.training.joint_module import JointModule
 from quoter.training.negatives import NegativeSampler
 from quoter.training.retrain_module import RetrainModule
@@ -41,6 +42,8 @@ RESUME_FREE = ("resume", "progress_bar", "logger", "output", "checkpoints", "kee
 # The checkpoint folder's subfolder of each stage.
 JOINT_FOLDER = "joint"
 RETRAIN_FOLDER = "retrain"
+# The checkpoint folder's subfolder of the frozen layers' kept output, which both stages read.
+LAYER_CACHE_FOLDER = "layer_cache"
 
 
 @dataclass
@@ -71,24 +74,14 @@ def build_encoders(config: TrainConfig, language: Language) -> Encoders:
         alpha=sememes.alpha if annotator else 0.0,
     )
     context, quote = pretrained_encoders(name, recipe, annotator)
-    for model in (context.model, quote.model):
+    for encoder in (context, quote):
+        if config.model.dropout is not None:
+            set_dropout(encoder.model, config.model.dropout)
         if config.model.freeze_word_embeddings:
-            model.get_input_embeddings().requires_grad_(False)
+            encoder.model.get_input_embeddings().requires_grad_(False)
         if config.model.freeze_layers:
-            freeze_lower_layers(model, config.model.freeze_layers)
+            encoder.freeze_bottom(config.model.freeze_layers)
     return Encoders(name, context, quote)
-
-
-def freeze_lower_layers(model: torch.nn.Module, count: int) -> None:
-    """Keep a BERT-style model's embeddings and its lowest `count` transformer layers fixed."""
-    layers = getattr(getattr(model, "encoder", None), "layer", None)
-    embeddings = getattr(model, "embeddings", None)
-    if layers is None or embeddings is None:
-        raise QuoterError(f"model.freeze_layers: {type(model).__name__} has no embeddings and encoder.layer to freeze")
-    if count > len(layers):
-        raise QuoterError(f"model.freeze_layers: the model has {len(layers)} layers, got {count}")
-    for module in (embeddings, *layers[:count]):
-        module.requires_grad_(False)
 
 
 def checkpoint_folder(config: TrainConfig) -> Path:
@@ -127,13 +120,21 @@ def remove_checkpoints(folder: Path) -> None:
     empty (run.checkpoints may name a folder that holds other files too)."""
     for stage in (JOINT_FOLDER, RETRAIN_FOLDER):
         remove_stage_checkpoints(folder / stage)
+    shutil.rmtree(folder / LAYER_CACHE_FOLDER, ignore_errors=True)
     (folder / CONFIG_FILE).unlink(missing_ok=True)
     with contextlib.suppress(OSError):
         folder.rmdir()
 
 
-def train(config: TrainConfig, log: Callable[[str], None] = print) -> Bundle:
-    """Train as configured, write the bundle to run.output and return it."""
+def train(config: TrainConfig, log: Callable[[str], None] = print) -> Bundle | None:
+    """Train as configured, write the bundle to run.output and return it.
+
+    Under DDP every process runs this (Lightning runs the command again for each): the one that launched the
+    run checks and claims the checkpoint folder, logs, and encodes, fuses and writes the bundle; the others
+    train alongside it and return None."""
+    launching = launching_process()
+    if not launching:
+        log = _silent
     if config.data.path is None:
         raise QuoterError("data.path: no training data given (--data FILE)")
     if config.run.output is None:
@@ -147,17 +148,24 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> Bundle:
         f"{len(data.quotes):,} quotes ({len(data.train_quote_ids):,} in train); language {language.value} ({reason})"
     )
     folder = checkpoint_folder(config)
-    if not config.run.resume and holds_checkpoints(folder):
-        raise QuoterError(
-            f"run.checkpoints: {folder} holds the checkpoints of a run; delete it or set run.resume=true to continue it"
-        )
-    claim_folder(folder, config)
+    # The other processes start once the launching one trains, in the folder it claimed (and may have saved in).
+    if launching:
+        if not config.run.resume and holds_checkpoints(folder):
+            raise QuoterError(
+                f"run.checkpoints: {folder} holds the checkpoints of a run; delete it or set run.resume=true to "
+                "continue it"
+            )
+        claim_folder(folder, config)
     log(f"training on {describe_hardware(config.run)}")
     pl.seed_everything(config.run.seed, workers=True, verbose=False)
     encoders = build_encoders(config, language)
     if config.sememes.source is not None and config.sememes.alpha > 0 and not config.joint.enabled:
         log("stage 1 is off, so the quote encoder is not trained: no sememes (their embeddings would stay random)")
-    metrics = train_stages(config, encoders, data, folder, log)
+    metrics = train_stages(config, encoders, data, folder, log, started)
+    # The others may still be loading the best checkpoints, which the launching process deletes below.
+    wait_for_all()
+    if not launching:
+        return None
     log("encoding the quote set with the final quote encoder")
     final = encode_quote_set(encoders.quote, data.records)
     info: dict[str, Any] = {
@@ -171,13 +179,15 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> Bundle:
     bundle = Bundle(language, encoders.context, encoders.quote, final.records, final.vectors, info=info)
     if config.fusion.enabled:
         fit_bundle_fusion(bundle, data, config.fusion.rule, config.validation.batch_size, log)
-    # Under DDP every rank runs this function; one writes.
-    if rank_zero_only.rank == 0:
-        bundle.save(config.run.output)
-        if not config.run.keep_checkpoints:
-            remove_checkpoints(folder)
+    bundle.save(config.run.output)
+    if not config.run.keep_checkpoints:
+        remove_checkpoints(folder)
     log(f"bundle written to {config.run.output} in {info['train_seconds']} s")
     return bundle
+
+
+def _silent(message: str) -> None:
+    """The log of a process that trains alongside the launching one, which logs for both."""
 
 
 def fit_bundle_fusion(
@@ -205,20 +215,27 @@ def _stop_summary(metrics: dict[str, float]) -> str:
 
 
 def train_stages(
-    config: TrainConfig, encoders: Encoders, data: TrainingData, folder: Path, log: Callable[[str], None]
+    config: TrainConfig,
+    encoders: Encoders,
+    data: TrainingData,
+    folder: Path,
+    log: Callable[[str], None],
+    started: float | None = None,
 ) -> dict[str, dict[str, float]]:
     """Stage 1 (both encoders, negative sampling) then stage 2 (frozen quote vectors, all train quotes) on
-    the same encoder objects; returns each stage's best validation metrics."""
+    the same encoder objects; returns each stage's best validation metrics. The minutes logged with each
+    validation count from `started` (time.perf_counter(); None: each stage's start)."""
     metrics = {}
     seed, valid_batch = config.run.seed, config.validation.batch_size
+    kept = folder / LAYER_CACHE_FOLDER if config.model.cache_frozen_layers else None
     if config.joint.enabled:
         log("stage 1: training both encoders with negative sampling")
         negatives = NegativeSampler(data.train_quote_ids, config.negatives, seed)
         module = JointModule(encoders.context, encoders.quote, data.records, config.joint, negatives)
         batches = QuoteDataModule(
-            data, encoders.context, config.joint.batch_size, valid_batch, seed, config.negatives.in_batch
+            data, encoders.context, config.joint.batch_size, valid_batch, seed, config.negatives.in_batch, kept
         )
-        metrics["joint"] = run_stage(module, batches, config.joint, config.run, folder / JOINT_FOLDER, "joint")
+        metrics["joint"] = run_stage(module, batches, config.joint, config.run, folder / JOINT_FOLDER, "joint", started)
         log(f"stage 1: {_stop_summary(metrics['joint'])}; best validation MRR {metrics['joint']['val_mrr']:.4f}")
     if config.retrain.enabled:
         log("stage 2: training the context encoder over all train quotes, quote encoder frozen")
@@ -226,8 +243,10 @@ def train_stages(
         stage_one = {key: value.clone() for key, value in encoders.context.state_dict().items()}
         quote_vectors = encode_quote_set(encoders.quote, data.records).vectors
         module = RetrainModule(encoders.context, quote_vectors, data.train_quote_ids, config.retrain)
-        batches = QuoteDataModule(data, encoders.context, config.retrain.batch_size, valid_batch, seed, False)
-        metrics["retrain"] = run_stage(module, batches, config.retrain, config.run, folder / RETRAIN_FOLDER, "retrain")
+        batches = QuoteDataModule(data, encoders.context, config.retrain.batch_size, valid_batch, seed, False, kept)
+        metrics["retrain"] = run_stage(
+            module, batches, config.retrain, config.run, folder / RETRAIN_FOLDER, "retrain", started
+        )
         log(f"stage 2: {_stop_summary(metrics['retrain'])}; best validation MRR {metrics['retrain']['val_mrr']:.4f}")
         # Stage 1 validated against the same quote vectors, so its MRR is the starting point stage 2 must beat.
         if "joint" in metrics and metrics["retrain"]["val_mrr"] < metrics["joint"]["val_mrr"]:

@@ -32,16 +32,17 @@ class RetrainModule(StageModule):
         # Buffers follow the module to its device; not persistent, since they are inputs, not weights.
         self.register_buffer("quote_vectors", vectors, persistent=False)
         self.register_buffer("train_quote_vectors", vectors[train_quote_ids], persistent=False)
+        # Each quote id's column of the softmax (-1 outside the train quotes).
         target = np.full(len(vectors), -1, dtype=np.int64)
         target[train_quote_ids] = np.arange(len(train_quote_ids))
-        self.target_of = torch.from_numpy(target)
+        self.register_buffer("target_of", torch.from_numpy(target), persistent=False)
 
     def batch_loss(self, batch: SampleBatch) -> torch.Tensor:
         """Cross-entropy of each context's gold quote over all training quotes."""
-        golds = torch.tensor(batch.quote_ids)
+        golds = torch.tensor(batch.quote_ids, device=self.target_of.device)
         context_vectors = self.context_encoder(batch.contexts)
         logits = (context_vectors @ self.train_quote_vectors.to(context_vectors.dtype).T).float()
-        return F.cross_entropy(logits, self.target_of[golds].to(logits.device))
+        return F.cross_entropy(logits, self.target_of[golds])
 
     def all_quote_vectors(self) -> torch.Tensor:
         return self.quote_vectors

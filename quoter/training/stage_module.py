@@ -6,14 +6,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-import numpy as np
 import pytorch_lightning as pl
 import torch
 
 from quoter.encoders.context_encoder import ContextEncoder
-from quoter.metrics import rank_metrics, ranks_from_scores
+from quoter.metrics import rank_metrics
 from quoter.training.config import StageConfig
 from quoter.training.data import SampleBatch
+from quoter.training.distributed import world_size
 
 VALID_METRICS = ("mrr", "recall@1", "recall@10", "recall@100")
 
@@ -28,7 +28,7 @@ class StageModule(pl.LightningModule, ABC):
         self.context_encoder = context_encoder
         self.stage = stage
         self._valid_quote_vectors = torch.zeros(0)
-        self._valid_ranks: list[np.ndarray] = []
+        self._valid_ranks: list[torch.Tensor] = []
 
     @abstractmethod
     def batch_loss(self, batch: SampleBatch) -> torch.Tensor:
@@ -40,8 +40,18 @@ class StageModule(pl.LightningModule, ABC):
 
     def training_step(self, batch: SampleBatch, batch_idx: int) -> torch.Tensor:
         loss = self.batch_loss(batch)
-        self.log("train_loss", loss, prog_bar=True, batch_size=len(batch))
+        if world_size() > 1:
+            loss = loss * self._share_of_batch(len(batch))
+        # Under DDP the mean of the processes' weighted losses: the loss over all their contexts.
+        self.log("train_loss", loss, prog_bar=True, batch_size=len(batch), sync_dist=True)
         return loss
+
+    def _share_of_batch(self, rows: int) -> torch.Tensor:
+        """world_size * rows / the rows of all processes. DDP averages the processes' gradients: each process's
+        mean loss weighed by this makes that average the gradient of the mean over all their rows, whatever
+        each batch's size. Stays on the device (no wait for the GPU)."""
+        sizes = self.all_gather(torch.full((), float(rows), device=self.device))
+        return len(sizes) * rows / sizes.sum()
 
     def on_validation_epoch_start(self) -> None:
         self._valid_quote_vectors = self.all_quote_vectors().float().to(self.device)
@@ -49,14 +59,19 @@ class StageModule(pl.LightningModule, ABC):
 
     def validation_step(self, batch: SampleBatch, batch_idx: int) -> None:
         vectors = self.context_encoder(batch.contexts).float()
-        scores = (vectors @ self._valid_quote_vectors.T).cpu().numpy()
-        self._valid_ranks.append(ranks_from_scores(scores, batch.quote_ids))
+        # Scores in float32 even under bf16 autocast: ranks are exact, and bf16 would make many ties.
+        with torch.autocast(self.device.type, enabled=False):
+            scores = vectors @ self._valid_quote_vectors.T
+        golds = torch.tensor(batch.quote_ids, device=scores.device)
+        self._valid_ranks.append(gold_ranks(scores, golds))
 
     def on_validation_epoch_end(self) -> None:
-        # Exact metrics over all valid contexts at once, never averaged per batch.
-        metrics = rank_metrics(np.concatenate(self._valid_ranks))
+        # Exact metrics over all valid contexts at once, never averaged per batch; every DDP process ranks
+        # them all, and the reduction keeps the values the same to the last bit in each, which early
+        # stopping and the best checkpoint's choice need.
+        metrics = rank_metrics(torch.cat(self._valid_ranks).cpu().numpy())
         for name in VALID_METRICS:
-            self.log(f"val_{name}", metrics[name], prog_bar=name == "mrr")
+            self.log(f"val_{name}", metrics[name], prog_bar=name == "mrr", sync_dist=True)
         self._valid_ranks = []
 
     def _frozen_names(self) -> set[str]:
@@ -95,3 +110,11 @@ class StageModule(pl.LightningModule, ABC):
 
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+def gold_ranks(scores: torch.Tensor, golds: torch.Tensor) -> torch.Tensor:
+    """quoter.metrics.ranks_from_scores on the scores' device: each row's 1-based rank of its gold quote,
+    ties counting against it (1 + the other quotes scoring at least as high), NaN scores as -inf."""
+    scores = scores.masked_fill(scores.isnan(), float("-inf"))
+    gold_scores = scores.gather(1, golds[:, None])
+    return (scores >= gold_scores).sum(dim=1)

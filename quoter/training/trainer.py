@@ -8,6 +8,7 @@ import json
 import netrc
 import os
 import shutil
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -28,37 +29,57 @@ from quoter.training.stage_module import StageModule
 MONITOR = "val_mrr"
 DONE_FILE = "done.json"
 BEST_FOLDER = "best"
-# Warnings Lightning gives that are not for our users: torch's deprecation of what Lightning's own code does,
-# and, when a run resumes, that the folder of the best checkpoint is not empty (it holds the best so far).
+# Warnings Lightning gives that are not for our users: torch's deprecations of what Lightning's own code does
+# (its all_gather under DDP among them), when a run resumes, that the folder of the best checkpoint is not
+# empty (it holds the best so far), and that modules are in eval mode.
 LIGHTNING_NOISE = (
     r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+    r"torch\.distributed\.nn\.functional\.all_gather is deprecated",
     r"Checkpoint directory .* exists and is not empty",
+    # A frozen bottom runs in eval mode on purpose (quoter.encoders.frozen_layers).
+    r"Found \d+ module\(s\) in eval mode at the start of training",
 )
 
 
 def hardware(run: RunConfig) -> dict[str, Any]:
-    """Trainer arguments for the machine: bf16-mixed and DDP over all GPUs when there are GPUs, else CPU."""
+    """Trainer arguments for the machine: bf16-mixed on GPUs, else CPU; DDP when more than one process trains
+    (several GPUs, or CPU processes over gloo), on each of run.num_nodes machines."""
     gpus = torch.cuda.device_count()
     precision = run.precision
     if precision == "auto":
         precision = "bf16-mixed" if gpus and torch.cuda.is_bf16_supported() else ("16-mixed" if gpus else "32-true")
-    if run.devices == "auto":
-        devices: int | str = gpus or "auto"
-    else:
-        try:
-            devices = int(run.devices)
-        except ValueError:
-            raise QuoterError(f"run.devices: expected 'auto' or a number, got '{run.devices}'") from None
-    many = gpus > 1 and (devices == "auto" or (isinstance(devices, int) and devices > 1))
     # Sememe embeddings get no gradient in a batch without sememes, so DDP must allow unused parameters.
-    strategy = "ddp_find_unused_parameters_true" if many else "auto"
-    return {"accelerator": "gpu" if gpus else "cpu", "devices": devices, "precision": precision, "strategy": strategy}
+    strategy = "ddp_find_unused_parameters_true" if process_count(run) > 1 else "auto"
+    return {
+        "accelerator": "gpu" if gpus else "cpu",
+        "devices": _devices(run),
+        "num_nodes": run.num_nodes,
+        "precision": precision,
+        "strategy": strategy,
+    }
+
+
+def _devices(run: RunConfig) -> int | str:
+    """run.devices for the Trainer: 'auto' is every GPU, or without GPUs Lightning's choice (one process)."""
+    if run.devices == "auto":
+        return torch.cuda.device_count() or "auto"
+    try:
+        return int(run.devices)
+    except ValueError:
+        raise QuoterError(f"run.devices: expected 'auto' or a number, got '{run.devices}'") from None
+
+
+def process_count(run: RunConfig) -> int:
+    """How many processes a run trains in: its devices on each of its machines."""
+    devices = _devices(run)
+    return (devices if isinstance(devices, int) else 1) * run.num_nodes
 
 
 def describe_hardware(run: RunConfig) -> str:
     """What a run trains on, for its log (Lightning's own report of it is left out as noise)."""
     chosen = hardware(run)
-    return f"{chosen['accelerator']}, devices {chosen['devices']}, precision {chosen['precision']}"
+    nodes = f", nodes {run.num_nodes}" if run.num_nodes > 1 else ""
+    return f"{chosen['accelerator']}, devices {chosen['devices']}{nodes}, precision {chosen['precision']}"
 
 
 def build_logger(kind: LoggerKind, folder: Path, name: str) -> Logger | bool:
@@ -85,10 +106,28 @@ def _wandb_logged_in() -> bool:
         return False
 
 
+class WallClock(pl.Callback):
+    """Logs `minutes`, the wall time since `started` (a time.perf_counter() value), with every validation: what
+    a curve of validation MRR against training time reads."""
+
+    def __init__(self, started: float) -> None:
+        self.started = started
+
+    def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        pl_module.log("minutes", (time.perf_counter() - self.started) / 60, rank_zero_only=True)
+
+
 def run_stage(
-    module: StageModule, datamodule: QuoteDataModule, stage: StageConfig, run: RunConfig, folder: Path, name: str
+    module: StageModule,
+    datamodule: QuoteDataModule,
+    stage: StageConfig,
+    run: RunConfig,
+    folder: Path,
+    name: str,
+    started: float | None = None,
 ) -> dict[str, float]:
-    """Train one stage in `folder`, then leave the module with the weights of its best validation MRR.
+    """Train one stage in `folder`, then leave the module with the weights of its best validation MRR; the
+    minutes logged with each validation count from `started` (time.perf_counter(); None: the stage's start).
 
     A stage already finished there is not trained again (its best weights are loaded); an unfinished one
     resumes from its last checkpoint when run.resume is set. Returns the best validation metrics."""
@@ -109,12 +148,13 @@ def run_stage(
     trainer = pl.Trainer(
         max_epochs=stage.epochs,
         max_steps=stage.max_steps,
-        **_validation_schedule(stage, run, len(datamodule.sampler)),
+        **_validation_schedule(stage, run, datamodule.sampler.batches_per_rank(process_count(run))),
         accumulate_grad_batches=run.accumulate_grad_batches,
         callbacks=[
             ResumeCheckpoints(folder, run.checkpoint_every, datamodule.sampler),
             best,
             EarlyStopping(MONITOR, mode="max", patience=stage.patience),
+            WallClock(time.perf_counter() if started is None else started),
         ],
         logger=build_logger(run.logger, folder, name),
         # Lightning's bar would print its last state into a log file or a pipe.
@@ -138,9 +178,10 @@ def run_stage(
         raise QuoterError(f"{name}: training stopped before its first validation; raise the step limit")
     metrics = {MONITOR: float(best.best_model_score), "epochs": trainer.current_epoch, "steps": trainer.global_step}
     _load_weights(module, Path(best.best_model_path))
-    write_json_atomic(done, {"checkpoint": best.best_model_path, "metrics": metrics})
     # A finished stage is never trained again (a resumed run loads its best weights), so its last state goes.
+    # Under DDP one process keeps the records.
     if trainer.is_global_zero:
+        write_json_atomic(done, {"checkpoint": best.best_model_path, "metrics": metrics})
         last.unlink(missing_ok=True)
     return metrics
 
@@ -163,10 +204,13 @@ def remove_stage_checkpoints(folder: Path) -> None:
 
 
 def _validation_schedule(stage: StageConfig, run: RunConfig, batches_per_epoch: int) -> dict[str, Any]:
-    """Validate at the end of each epoch, or, when the step limit ends training within the first epoch,
-    at that step (counted in batches across epochs, which holds on every DDP rank): a stage must validate
-    at least once to keep its best weights."""
+    """Validate every `validate_every` optimizer steps, or else at the end of each epoch; and when the step
+    limit ends training before the first of those, at that step (counted in batches across epochs, which holds
+    on every DDP rank): a stage must validate at least once to keep its best weights."""
     limit = stage.max_steps * run.accumulate_grad_batches
+    if stage.validate_every is not None:
+        every = min(stage.validate_every * run.accumulate_grad_batches, stage.epochs * batches_per_epoch)
+        return {"val_check_interval": min(every, limit) if limit > 0 else every, "check_val_every_n_epoch": None}
     if 0 < limit < batches_per_epoch:
         return {"val_check_interval": limit, "check_val_every_n_epoch": None}
     return {}
