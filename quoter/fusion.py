@@ -27,6 +27,8 @@ from quoter.saved_config import from_json, to_json
 RRF_K = 60  # the constant of Cormack et al. (2009), used unchanged by most RRF implementations
 # Weights of the lexical signals relative to the dense one (weight 1) that fitting tries.
 WEIGHT_GRID = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0)
+# How many weighted sums fitting holds at once (float32: 4 bytes each).
+FIT_BLOCK_VALUES = 2**25
 
 
 class FusionRule(str, Enum):
@@ -132,24 +134,29 @@ def best_weights(
     """fit_fusion over score matrices already normalised by `rule` (rows from several quote sets may be
     stacked, each normalised over its own set); the MRR weighs each row by `row_weights` (None: equally)."""
     others = [name for name in views if name != anchor]
-    # Each view less its gold column: a quote outranks the gold one (ties count against it, as in
-    # ranks_from_scores) where the weighted sum of these is >= 0, the gold quote itself included. In float32,
-    # with one buffer, the thousand-odd combinations take seconds rather than a minute.
+    combinations = list(itertools.product(WEIGHT_GRID, repeat=len(others)))
+    # Row c: the weights of combination c, the anchor's first.
+    weights = np.array([[1.0, *combination] for combination in combinations], dtype=np.float32)
+    # Each view less its gold column, (contexts, signals, quotes): a quote outranks the gold one (ties count
+    # against it, as in ranks_from_scores) where the weighted sum of these is >= 0, the gold quote itself
+    # included. Every combination's sums come from one matrix product, a block of contexts at a time.
     rows, columns = np.arange(len(gold)), np.asarray(gold, dtype=np.int64)
-    margins = {name: (view - view[rows, columns][:, None]).astype(np.float32) for name, view in views.items()}
-    total, term = np.empty_like(margins[anchor]), np.empty_like(margins[anchor])
-    best: tuple[Fusion, float] | None = None
-    for combination in itertools.product(WEIGHT_GRID, repeat=len(others)):
-        np.copyto(total, margins[anchor])
-        for name, weight in zip(others, combination):
-            if weight:
-                total += np.multiply(margins[name], np.float32(weight), out=term)
-        ranks = np.count_nonzero(total >= 0, axis=1)
-        mrr = float(np.average(1.0 / ranks, weights=row_weights))
-        if best is None or mrr > best[1] + 1e-12:
-            best = (Fusion(rule, {anchor: 1.0, **dict(zip(others, combination))}), mrr)
-    assert best is not None
-    return best
+    margins = np.stack(
+        [(views[name] - views[name][rows, columns][:, None]).astype(np.float32) for name in (anchor, *others)], axis=1
+    )
+    quotes = margins.shape[2]
+    block = max(1, FIT_BLOCK_VALUES // max(1, quotes * len(combinations)))
+    ranks = np.empty((len(gold), len(combinations)), dtype=np.int64)
+    for begin in range(0, len(gold), block):
+        totals = weights @ margins[begin : begin + block]
+        ranks[begin : begin + block] = np.count_nonzero(totals >= 0, axis=2)
+    mrrs = np.average(1.0 / ranks, axis=0, weights=row_weights)
+    # Ties go to the earlier combination: the smaller weights, so a signal that does not help stays out.
+    best = 0
+    for index, mrr in enumerate(mrrs):
+        if mrr > mrrs[best] + 1e-12:
+            best = index
+    return Fusion(rule, {anchor: 1.0, **dict(zip(others, combinations[best]))}), float(mrrs[best])
 
 
 class HybridRanker:

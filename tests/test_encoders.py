@@ -367,6 +367,8 @@ def test_quoter_evaluate_ranks_with_an_untrained_encoder(tmp_path, write_dataset
     ranks = ranks_from_scores(scores, gold)
     assert (metrics["method"], metrics["n"], metrics["quotes"]) == ("encoder", 6, 6)
     assert metrics["mrr"] == pytest.approx(np.mean(1.0 / ranks)) and metrics["mean_rank"] == np.mean(ranks)
+    if pooling != "mask":
+        return  # an unloadable model is the same error with any pooling
     missing = subprocess.run([*command[:7], str(tmp_path / "missing")], capture_output=True, text=True)
     assert missing.returncode == 2 and "could not load" in missing.stderr and "Traceback" not in missing.stderr
 

@@ -118,6 +118,8 @@ def stopped_run(monkeypatch, bundle_folder, source, output):
         if now == done:
             break
         done = now
+    # The stopped run has shut its execution down: its workers gave their CPUs back.
+    assert ray.available_resources().get("CPU") == ray.cluster_resources()["CPU"]
     return done
 
 

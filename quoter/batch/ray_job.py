@@ -12,6 +12,7 @@ shards of another run. Ray is imported only here, when such a run starts.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pickle
@@ -73,8 +74,12 @@ def run_ray_batch(
     if pending:
         done = len(contexts) - sum(len(blocks[number]) for number in pending)
         with progress_bar(total=len(contexts), initial=done, unit="context", enabled=progress) as bar:
-            for ranked in _ranked_blocks(ray, build, {number: blocks[number] for number in pending}, shards, config):
-                bar.update(ranked)
+            # Closed at once when the run stops early (an error, ^C), not when the garbage collector gets to it:
+            # that shuts Ray Data's execution down, and its workers give their CPUs back.
+            ranked_blocks = _ranked_blocks(ray, build, {number: blocks[number] for number in pending}, shards, config)
+            with contextlib.closing(ranked_blocks):
+                for ranked in ranked_blocks:
+                    bar.update(ranked)
     _merge(shards, len(blocks), output)
     return sum(len(blocks[number]) for number in pending)
 
