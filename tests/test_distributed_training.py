@@ -25,6 +25,7 @@ from quoter.training.data import SampleCollator, TrainingData
 from quoter.training.joint_module import JointModule
 from quoter.training.negatives import NegativeSampler
 from quoter.training.pipeline import build_encoders
+from quoter.training.precision import auto_precision
 from quoter.training.stage_module import gold_ranks
 from quoter.training.trainer import describe_hardware, hardware
 from tests.training_fixtures import tiny_config, training_data, write_dataset, write_model
@@ -147,7 +148,7 @@ def test_quoter_train_in_two_processes_writes_one_bundle_and_logs_once(tmp_path,
     # With run.resume=false, as the children start after the first process has made the checkpoint folder.
     settings = ("run.resume=false", "joint.max_steps=4", "retrain.max_steps=4")
     lines = quoter_train(tmp_path, data_file, model, "bundle", *settings)
-    assert "training on cpu, devices 2, precision 32-true" in lines
+    assert f"training on cpu, devices 2, precision {auto_precision()}" in lines
     once = [f"{data_file}: 96 train", "stage 1: stopped after 4 steps", "stage 2: stopped", "fusion fitted", "bundle"]
     for start in once:
         assert len([line for line in lines if line.startswith(start)]) == 1, start

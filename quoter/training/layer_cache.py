@@ -1,6 +1,8 @@
 """The frozen bottom's output for every context of a split, computed once and kept (model.freeze_layers with
 model.cache_frozen_layers): a context's tokens never change and neither do the frozen layers, so training runs
-only the trainable top over the kept states, which gives the same vectors as running the whole model.
+only the trainable top over the kept states, which gives the same vectors as running the whole model (in
+float32; under bf16 mixed precision the kept states are the float32 ones, which the bottom run each step would
+compute in bf16).
 
 The states of all contexts lie one after the other in one float32 file, memory-mapped: the operating system
 keeps it in memory when it fits and reads it from disk when it does not. The file is named by a hash of what

@@ -23,6 +23,7 @@ from quoter.errors import QuoterError
 from quoter.progress import bars_drawn
 from quoter.training.config import LoggerKind, RunConfig, StageConfig
 from quoter.training.data import QuoteDataModule
+from quoter.training.precision import auto_precision, training_attention
 from quoter.training.resume import LAST_CHECKPOINT, ResumeCheckpoints
 from quoter.training.stage_module import StageModule
 
@@ -42,12 +43,11 @@ LIGHTNING_NOISE = (
 
 
 def hardware(run: RunConfig) -> dict[str, Any]:
-    """Trainer arguments for the machine: bf16-mixed on GPUs, else CPU; DDP when more than one process trains
-    (several GPUs, or CPU processes over gloo), on each of run.num_nodes machines."""
+    """Trainer arguments for the machine: GPUs, else CPU; the precision of run.precision ('auto': see
+    quoter.training.precision); DDP when more than one process trains (several GPUs, or CPU processes over
+    gloo), on each of run.num_nodes machines."""
     gpus = torch.cuda.device_count()
-    precision = run.precision
-    if precision == "auto":
-        precision = "bf16-mixed" if gpus and torch.cuda.is_bf16_supported() else ("16-mixed" if gpus else "32-true")
+    precision = auto_precision() if run.precision == "auto" else run.precision
     # Sememe embeddings get no gradient in a batch without sememes, so DDP must allow unused parameters.
     strategy = "ddp_find_unused_parameters_true" if process_count(run) > 1 else "auto"
     return {
@@ -145,6 +145,7 @@ def run_stage(
         save_weights_only=True,
         enable_version_counter=False,
     )
+    machine = hardware(run)
     trainer = pl.Trainer(
         max_epochs=stage.epochs,
         max_steps=stage.max_steps,
@@ -165,12 +166,12 @@ def run_stage(
         use_distributed_sampler=False,
         default_root_dir=str(folder),
         log_every_n_steps=10,
-        **hardware(run),
+        **machine,
     )
     last = folder / LAST_CHECKPOINT
     # Pretrained models load in eval mode, and Lightning keeps the modes it finds: switch dropout on.
     module.train()
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), training_attention(module, machine["accelerator"] == "cpu", machine["precision"]):
         for noise in LIGHTNING_NOISE:
             warnings.filterwarnings("ignore", message=noise)
         trainer.fit(module, datamodule=datamodule, ckpt_path=str(last) if run.resume and last.is_file() else None)
