@@ -51,7 +51,8 @@ class Variant:
     modules: dict[str, StageModule]
     batches: dict[str, list[SampleBatch]]
     precision: str
-    seconds: dict[str, list[float]] = field(default_factory=dict)
+    optimizers: dict[str, torch.optim.Optimizer] = field(init=False)
+    seconds: dict[str, list[float]] = field(init=False)
 
     def __post_init__(self) -> None:
         trainable = {name: [p for p in module.parameters() if p.requires_grad] for name, module in self.modules.items()}
