@@ -86,8 +86,6 @@ def tiny_config(tmp: Path, dropout: float = 0.0, **overrides: str) -> TrainConfi
         "run.logger": "none",
         "run.progress_bar": "false",
         "run.checkpoint_every": "2",
-        # Float32 on every machine ('auto' is bf16 on CPUs with AMX), so that what a test compares holds anywhere.
-        "run.precision": "32-true",
         **overrides,
     }
     values = {

@@ -181,8 +181,8 @@ class ValidationConfig:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """seed: python, numpy and torch; precision 'auto': bf16-mixed on GPUs and AMX CPUs, else 32-true (or
-    16-mixed on GPUs without bf16), as quoter.training.precision chooses; devices 'auto':
+    """seed: python, numpy and torch; precision 'auto': bf16-mixed on GPUs (16-mixed on those without bf16),
+    32-true on a CPU (bf16-mixed also runs there, fast with AMX); devices 'auto':
     every GPU (DDP when more than one) or the CPU, a number: that many GPUs, or without GPUs that many CPU
     processes (DDP over gloo); num_nodes: machines, each running `devices` processes (DDP; run the command on
     each with NODE_RANK, MASTER_ADDR and MASTER_PORT set); under DDP each process trains on a batch of
