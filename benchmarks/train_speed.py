@@ -1,8 +1,9 @@
 """Training speed of each offline config: contexts per second of a stage-1 and a stage-2 training step
-(forward, backward, AdamW update) on the dev data sets built by `make -C data` (quotes read with their glosses),
-per device. The variants are timed side by side, step by step on the same batches: float32 and bf16 mixed
-(run.precision=bf16-mixed; on a CPU fast with AMX), and with model.freeze_layers
-the frozen layers run each step or kept once (model.cache_frozen_layers); each against the first (run, float32).
+(forward, backward, AdamW update) on the dev data sets built by `make -C data` (quotes read with their glosses;
+contexts drawn at random, so that a batch mixes lengths as in training), per device. The variants are timed
+side by side, step by step on the same batches: float32 and bf16 mixed (run.precision=bf16-mixed; on a CPU
+fast with AMX), and with model.freeze_layers the frozen layers run each step or kept once
+(model.cache_frozen_layers); each against the first (run, float32).
 Not a test.
 
     python -m benchmarks.train_speed [--steps 8] [--configs configs/zh-offline.yaml ...]
@@ -18,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from quoter.datasets import load_dataset
@@ -80,8 +82,8 @@ class Variant:
 
 
 def first_batches(collate: SampleCollator, batch_size: int, steps: int, device: torch.device) -> list[SampleBatch]:
-    """The first `steps + 1` batches of train samples, in file order, on the device (moved outside the timed
-    steps, as the DataModule's loader does in training)."""
+    """The first `steps + 1` batches of the collator's samples, on the device (moved outside the timed steps, as
+    the DataModule's loader does in training)."""
     count = len(collate.quote_ids)
     return [collate([(i * batch_size + j) % count for j in range(batch_size)]).to(device) for i in range(steps + 1)]
 
@@ -97,8 +99,10 @@ def measure(name: str, config: TrainConfig, steps: int, device: torch.device, pr
     encoders.context.to(device)
     encoders.quote.to(device)
     stages = {"stage 1": config.joint, "stage 2": config.retrain}
-    # Only the samples the timed steps read, so that keeping their frozen output stays quick.
-    samples = data.train[: (steps + 1) * max(stage.batch_size for stage in stages.values())]
+    # Only the samples the timed steps read, so that keeping their frozen output stays quick; drawn at random,
+    # so that a batch mixes lengths as in training.
+    count = (steps + 1) * max(stage.batch_size for stage in stages.values())
+    samples = [data.train[i] for i in np.random.default_rng(0).permutation(len(data.train))[:count]]
     keeping = {"": None}
     if config.model.freeze_layers and config.model.cache_frozen_layers:
         keeping = {"frozen layers run, ": None, "frozen layers kept, ": Path(tempfile.mkdtemp(prefix="quoter-kept-"))}

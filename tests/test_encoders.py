@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from quoter.cli import app
 from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder, fit_context
+from quoter.encoders.frozen_layers import set_dropout
 from quoter.encoders.pooling import GAP_TEXT, GapMarker, Pooling, PoolingMode
 from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.encoders.ranker import EncoderRanker
@@ -110,6 +111,39 @@ def test_a_context_vector_is_the_hidden_state_at_the_mask(tiny):
         with torch.no_grad():
             expected = model(**encoded).last_hidden_state[0, position].numpy()
         np.testing.assert_allclose(vector, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", [PoolingMode.MASK, PoolingMode.MEAN])
+def test_a_training_batch_runs_in_calls_of_similar_length_with_the_whole_batchs_vectors_and_gradients(tiny, mode):
+    tokenizer = tiny[1]
+    model = tiny_model(tokenizer, seed=1)
+    set_dropout(model, 0.0)
+    encoder = ContextEncoder(model, tokenizer, ContextEncoderConfig(max_length=128, pooling=Pooling(mode)))
+    # Contexts of 4 to about 100 tokens, mixed as a random training batch mixes them.
+    story = "the cat sat on the mat and then the dog ran home happy " * 8
+    queries = [Query(story[:n], story[n : n + n // 3]) for n in (300, 5, 280, 12, 200, 1, 40, 320)]
+    batch = encoder.prepare(queries)
+    weights = torch.randn(len(queries), model.config.hidden_size)
+
+    def vectors_and_gradients(training: bool) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        encoder.train(training)
+        encoder.zero_grad(set_to_none=True)
+        vectors = encoder(batch)
+        (vectors * weights).sum().backward()
+        parameters = encoder.named_parameters()
+        return vectors.detach(), {name: p.grad.clone() for name, p in parameters if p.grad is not None}
+
+    whole, whole_gradients = vectors_and_gradients(training=False)
+    calls = []
+    padded_forward = encoder._padded_forward
+    encoder._padded_forward = lambda part: calls.append(part.attention_mask) or padded_forward(part)
+    in_calls, call_gradients = vectors_and_gradients(training=True)
+    assert len(calls) > 1 and sum(len(mask) for mask in calls) == len(queries)
+    assert all(mask[:, -1].any() for mask in calls), "a call padded past its longest context"
+    torch.testing.assert_close(in_calls, whole, rtol=0, atol=1e-5)
+    assert call_gradients.keys() == whole_gradients.keys() and whole_gradients
+    for name, expected in whole_gradients.items():
+        torch.testing.assert_close(call_gradients[name], expected, rtol=1e-5, atol=1e-5)
 
 
 def test_cls_pooling_is_bert_sim_with_the_right_context_as_second_segment(tiny):

@@ -1,4 +1,5 @@
-"""Encode many texts in batches of similar length, which keeps padding (wasted CPU time) small."""
+"""Encode many texts in batches of similar length, and run one padded batch in calls of similar length: both
+keep padding (wasted CPU time) small."""
 
 from __future__ import annotations
 
@@ -96,3 +97,18 @@ def least_padding_calls(lengths: Sequence[int], most: int, overhead: float) -> l
         ends.append(end)
         end = int(cut[end])
     return ends[::-1]
+
+
+def in_length_calls(
+    lengths: torch.Tensor, run: Callable[[torch.Tensor, int], torch.Tensor], call_overhead: float
+) -> torch.Tensor:
+    """One output row per row of a padded batch whose rows have `lengths` tokens: `run(rows, width)` gives those
+    of the rows `rows` padded only to `width`, their longest; the batch is cut into calls by length where the
+    padded tokens plus `call_overhead` per call are fewest (least_padding_calls), and the calls' outputs come
+    back in the batch's order, gradients included. An encoder's rows never see each other, so this is the
+    whole batch's output, without most of the padding of a batch drawn at random."""
+    order = torch.argsort(lengths, stable=True)
+    ordered = lengths[order].tolist()
+    ends = least_padding_calls(ordered, len(ordered), call_overhead)
+    outputs = [run(order[begin:end], ordered[end - 1]) for begin, end in zip([0, *ends], ends)]
+    return torch.cat(outputs)[torch.argsort(order)]

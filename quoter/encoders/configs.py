@@ -11,6 +11,9 @@ from quoter.errors import QuoterError
 SPECIAL_TOKENS_PER_CONTEXT = 3
 # Texts per encoder forward pass, when a caller does not choose.
 ENCODE_BATCH = 32
+# What one more call of the context encoder costs in a training step, in padded tokens (batching.in_length_calls):
+# the fastest of 0 to 128 for zh-offline's steps on a 2-core CPU.
+TRAINING_CALL_OVERHEAD = 64
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from quoter.encoders.batching import encode_rows
-from quoter.encoders.configs import ENCODE_BATCH, ContextEncoderConfig
+from quoter.encoders.batching import encode_rows, in_length_calls
+from quoter.encoders.configs import ENCODE_BATCH, TRAINING_CALL_OVERHEAD, ContextEncoderConfig
 from quoter.encoders.frozen_layers import FrozenBottom, bottom_states, top_states
 from quoter.encoders.limits import segment_inputs, usable_length
 from quoter.encoders.pooling import GAP_TEXT, GapMarker, PoolingMode
@@ -50,6 +50,12 @@ class ContextBatch:
     token_type_ids: torch.Tensor
     positions: torch.Tensor
     states: torch.Tensor | None = None
+
+    def select(self, rows: torch.Tensor, width: int) -> ContextBatch:
+        """The batch's rows `rows`, cut to their first `width` tokens."""
+        states = None if self.states is None else self.states[rows, :width]
+        cut = (tensor[rows, :width] for tensor in (self.input_ids, self.attention_mask, self.token_type_ids))
+        return ContextBatch(*cut, self.positions[rows], states)
 
 
 def fit_context(left: Sequence[int], right: Sequence[int], budget: int) -> tuple[list[int], list[int]]:
@@ -141,7 +147,20 @@ class ContextEncoder(FrozenBottom):
         return self.collate(self.rows(queries))
 
     def forward(self, batch: ContextBatch) -> torch.Tensor:
-        """Context vectors (batch, hidden), pooled from the final hidden states as the config says."""
+        """Context vectors (batch, hidden), pooled from the final hidden states as the config says.
+
+        Training on a CPU, the batch runs in calls of similar length: a training batch is drawn at random and
+        padded to its longest context, while encoding (in eval mode) already batches by length. A GPU keeps one
+        call: padding costs it little next to more kernel launches and reading the lengths back."""
+        if not self.training or batch.input_ids.device.type != "cpu":
+            return self._padded_forward(batch)
+        return in_length_calls(
+            batch.attention_mask.sum(1),
+            lambda rows, width: self._padded_forward(batch.select(rows, width)),
+            TRAINING_CALL_OVERHEAD,
+        )
+
+    def _padded_forward(self, batch: ContextBatch) -> torch.Tensor:
         if batch.states is not None:
             hidden = top_states(self.model, batch.states, batch.attention_mask, self.frozen_layers)
         else:
