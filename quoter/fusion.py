@@ -207,12 +207,12 @@ def fit_hybrid(
     queries: Sequence[Query],
     gold: Sequence[int],
     rule: FusionRule,
-    encode: Callable[[Sequence[Query]], np.ndarray] | None = None,
+    vectors: np.ndarray,
 ) -> tuple[HybridRanker, dict[str, float]]:
-    """A HybridRanker over `signals` with the fusion fitted on the queries and their gold quote ids, and the
-    MRRs on them: `fused`, and each signal's alone."""
-    ranker = HybridRanker(signals, Fusion(rule), encode)
-    raw = ranker.signal_scores(queries, names=list(signals))
+    """A HybridRanker over `signals` with the fusion fitted on the queries, whose context vectors are
+    `vectors`, and their gold quote ids; and the MRRs on them: `fused`, and each signal's alone."""
+    ranker = HybridRanker(signals, Fusion(rule))
+    raw = ranker.signal_scores(queries, vectors, names=list(signals))
     ranker.fusion, fused = fit_fusion(raw, gold, rule, ranker.covered())
     alone = {name: float(np.mean(1.0 / ranks_from_scores(scores, gold))) for name, scores in raw.items()}
     return ranker, {"fused": fused, **alone}

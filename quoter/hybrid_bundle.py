@@ -4,7 +4,7 @@ contexts; any other bundle ranks by its dense score alone."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -70,20 +70,28 @@ def known_signals(
 
 
 def make_hybrid(
-    bundle: Bundle, train: Sequence[Sample], valid: Sequence[Sample], rule: FusionRule, batch_size: int
+    bundle: Bundle,
+    train: Sequence[Sample],
+    valid: Sequence[Sample],
+    rule: FusionRule,
+    batch_size: int,
+    encode: Callable[[Sequence[Sample]], np.ndarray] | None = None,
 ) -> dict[str, float]:
     """Give `bundle` the known contexts `train` with their vectors and the fusion fitted on `valid`; returns
-    the valid MRRs: `fused`, and each signal's alone."""
+    the valid MRRs: `fused`, and each signal's alone. `encode` gives the context vectors of samples, as the
+    bundle's context encoder would (training reads them from the frozen layers' kept output); None: the
+    context encoder itself."""
     context = bundle.context_encoder
+    if encode is None:
 
-    def encode(queries: Sequence[Query]) -> np.ndarray:
-        return context.encode(queries, batch_size)
+        def encode(samples: Sequence[Sample]) -> np.ndarray:
+            return context.encode([Query(sample.left, sample.right) for sample in samples], batch_size)
 
     bundle.known_contexts = list(train)
-    bundle.known_vectors = encode([Query(sample.left, sample.right) for sample in train])
+    bundle.known_vectors = encode(train)
     dense = EncoderRanker(context, bundle.quote_vectors, batch_size)
     signals = {"dense": Signal(dense), **known_signals(bundle, bundle.quotes)}
     queries = [Query(sample.left, sample.right) for sample in valid]
-    hybrid, mrrs = fit_hybrid(signals, queries, [sample.quote_id for sample in valid], rule, encode)
+    hybrid, mrrs = fit_hybrid(signals, queries, [sample.quote_id for sample in valid], rule, encode(valid))
     bundle.fusion = hybrid.fusion
     return mrrs

@@ -135,3 +135,22 @@ def test_the_kept_states_are_those_of_the_model(tmp_path):
     mask = batch.attention_mask.bool()
     torch.testing.assert_close(kept[mask], direct[mask], rtol=0, atol=1e-6)
     assert isinstance(collator.cache, LayerCache)
+
+
+def test_a_splits_vectors_read_from_the_kept_states_are_the_encoders_own(tmp_path):
+    # What the fusion reads at the end of training: every context's vector from its kept states, in the
+    # split's order, without dropout, and the encoder left training as it was.
+    config = tiny_config(tmp_path, dropout=0.1, **{"model.freeze_layers": "1"})
+    data = training_data(tmp_path / "d")
+    context = build_encoders(config, Language.EN).context
+    context.train()
+    collator = SampleCollator(context, data.train, tmp_path / "kept")
+    assert collator.cache is not None
+    vectors = collator.encode(batch_size=4)
+    whole = context.encode([Query(sample.left, sample.right) for sample in data.train], batch_size=7)
+    assert vectors.shape == whole.shape == (len(data.train), context.model.config.hidden_size)
+    assert len(np.unique(vectors.round(4), axis=0)) > 1
+    np.testing.assert_allclose(vectors, whole, rtol=0, atol=1e-5)
+    assert context.training and context.model.encoder.layer[1].training
+    # With nothing kept, the same vectors from the whole encoder.
+    np.testing.assert_allclose(SampleCollator(context, data.train).encode(batch_size=5), whole, rtol=0, atol=1e-5)

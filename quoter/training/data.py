@@ -16,6 +16,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from quoter.datasets import QuoteDataset, Sample
+from quoter.encoders.batching import encode_rows
 from quoter.encoders.context_encoder import ContextBatch, ContextEncoder
 from quoter.errors import InputError
 from quoter.quote_record import QuoteRecord
@@ -96,6 +97,20 @@ class SampleCollator:
         self.cache = None
         if cache_folder is not None and encoder.frozen_layers:
             self.cache = LayerCache.build(encoder, self.rows, cache_folder)
+
+    def encode(self, batch_size: int) -> np.ndarray:
+        """Every sample's context vector, float32 and in order, by the encoder in eval mode without gradients,
+        in batches of similar length; from the kept states where there are some, which gives the vectors that
+        running the whole encoder would, at the cost of its top alone."""
+        device = self.encoder.model.device
+        return encode_rows(
+            self.encoder,
+            range(len(self.rows)),
+            lambda index: len(self.rows[index].input_ids),
+            lambda indices: self(list(indices)).to(device).contexts,
+            batch_size,
+            self.encoder.model.config.hidden_size,
+        )
 
     def __call__(self, indices: list[int]) -> SampleBatch:
         # On the CPU: the loader may pin the batch, and Lightning moves it to the model's device.

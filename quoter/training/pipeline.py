@@ -7,15 +7,16 @@ import contextlib
 import json
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytorch_lightning as pl
 
 from quoter.bundle import Bundle
-from quoter.datasets import load_dataset
+from quoter.datasets import Sample, load_dataset
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.factory import EncoderRecipe, pretrained_encoders
 from quoter.encoders.frozen_layers import set_dropout
@@ -29,7 +30,7 @@ from quoter.quote_set import encode_quote_set
 from quoter.sememes.alignment import SememeAnnotator
 from quoter.sememes.sources import load_lexicon
 from quoter.training.config import TrainConfig, config_to_dict
-from quoter.training.data import QuoteDataModule, TrainingData
+from quoter.training.data import QuoteDataModule, SampleCollator, TrainingData
 from quoter.training.distributed import launching_process, wait_for_all
 from quoter.training.joint_module import JointModule
 from quoter.training.negatives import NegativeSampler
@@ -89,6 +90,12 @@ def checkpoint_folder(config: TrainConfig) -> Path:
     if config.run.checkpoints is not None:
         return Path(config.run.checkpoints)
     return Path(f"{Path(config.run.output).resolve()}.checkpoints")
+
+
+def kept_states_folder(config: TrainConfig, folder: Path) -> Path | None:
+    """Where a run keeps its frozen layers' output (in its checkpoint folder `folder`), None when it does not
+    (model.cache_frozen_layers false; with no frozen layers nothing is kept)."""
+    return folder / LAYER_CACHE_FOLDER if config.model.cache_frozen_layers else None
 
 
 def holds_checkpoints(folder: Path) -> bool:
@@ -178,11 +185,13 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> Bundle | N
     }
     bundle = Bundle(language, encoders.context, encoders.quote, final.records, final.vectors, info=info)
     if config.fusion.enabled:
-        fit_bundle_fusion(bundle, data, config.fusion.rule, config.validation.batch_size, log)
+        kept = kept_states_folder(config, folder)
+        fit_bundle_fusion(bundle, data, config.fusion.rule, config.validation.batch_size, log, kept)
     bundle.save(config.run.output)
     if not config.run.keep_checkpoints:
         remove_checkpoints(folder)
-    log(f"bundle written to {config.run.output} in {info['train_seconds']} s")
+    seconds = time.perf_counter() - started
+    log(f"bundle written to {config.run.output} in {seconds:.1f} s ({info['train_seconds']} s of training)")
     return bundle
 
 
@@ -191,11 +200,21 @@ def _silent(message: str) -> None:
 
 
 def fit_bundle_fusion(
-    bundle: Bundle, data: TrainingData, rule: FusionRule, batch_size: int, log: Callable[[str], None]
+    bundle: Bundle,
+    data: TrainingData,
+    rule: FusionRule,
+    batch_size: int,
+    log: Callable[[str], None],
+    kept: Path | None,
 ) -> None:
     """Make the bundle hybrid (its dense score fused with BM25, CRM and knn over the training contexts, the
-    weights fitted on the valid contexts); the fitted weights and the valid MRRs go to its info."""
-    mrrs = make_hybrid(bundle, data.train, data.valid, rule, batch_size)
+    weights fitted on the valid contexts); the fitted weights and the valid MRRs go to its info. The contexts
+    are encoded from the frozen layers' output kept in `kept`, as training read it."""
+
+    def encode(samples: Sequence[Sample]) -> np.ndarray:
+        return SampleCollator(bundle.context_encoder, samples, kept).encode(batch_size)
+
+    mrrs = make_hybrid(bundle, data.train, data.valid, rule, batch_size, encode)
     assert bundle.fusion is not None
     bundle.info["fusion"] = {
         **bundle.fusion.to_json(),
@@ -227,7 +246,7 @@ def train_stages(
     validation count from `started` (time.perf_counter(); None: each stage's start)."""
     metrics = {}
     seed, valid_batch = config.run.seed, config.validation.batch_size
-    kept = folder / LAYER_CACHE_FOLDER if config.model.cache_frozen_layers else None
+    kept = kept_states_folder(config, folder)
     if config.joint.enabled:
         log("stage 1: training both encoders with negative sampling")
         negatives = NegativeSampler(data.train_quote_ids, config.negatives, seed)
