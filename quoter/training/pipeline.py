@@ -209,7 +209,8 @@ def fit_bundle_fusion(
 ) -> None:
     """Make the bundle hybrid (its dense score fused with BM25, CRM and knn over the training contexts, the
     weights fitted on the valid contexts); the fitted weights and the valid MRRs go to its info. The contexts
-    are encoded from the frozen layers' output kept in `kept`, as training read it."""
+    are encoded from the frozen layers' output kept in `kept`, as training read it (None, or no frozen layers:
+    by the whole context encoder)."""
 
     def encode(samples: Sequence[Sample]) -> np.ndarray:
         return SampleCollator(bundle.context_encoder, samples, kept).encode(batch_size)
