@@ -64,14 +64,41 @@ def _new_temporary_file(path: Path) -> tuple[int, str]:
 def check_output_file(path: Path, option: str) -> None:
     """Refuse, before any work, a path given by `option` (such as "--out") where a file cannot be written: a
     folder, something there that is no regular file (a device, a pipe), or a place whose nearest existing
-    folder does not take a new file. That is tried rather than read from the permissions, which root passes
-    even where nothing can be created (/proc, /sys)."""
+    folder does not take a new file (_check_creatable)."""
     if path.is_dir():
         raise InputError(f"is a folder; give {option} a file name", path=path)
     if path.exists() and not path.is_file():
         raise InputError(f"is not a regular file; give {option} a file name", path=path)
+    _check_creatable(path, option)
+
+
+def check_output_folder(path: Path, option: str, kind: str, foreign: Callable[[Path], list[str]]) -> None:
+    """Refuse, before any work, a folder given by `option` that a command would replace with its output
+    (write_folder_atomic): it may be missing, empty, or an earlier output of `kind` (such as "an earlier
+    bundle"), for which `foreign(path)`, the names of the entries that belong to no such output, is empty;
+    whatever else is there stays untouched. A file there, or a place where nothing can be created, is
+    refused too."""
+    if path.exists() and not path.is_dir():
+        raise InputError(f"is not a folder; give {option} a folder name", path=path)
+    if path.is_dir():
+        try:
+            others = foreign(path)
+        except OSError as error:
+            message = f"cannot read what it holds ({error.strerror}); give {option} another folder"
+            raise InputError(message, path=path) from None
+        if others:
+            shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+            message = f"holds other files than {kind} ({shown}); give {option} a new or empty folder"
+            raise InputError(message, path=path)
+    _check_creatable(path, option)
+
+
+def _check_creatable(path: Path, option: str) -> None:
+    """Refuse a `path` where nothing can be created beside it: its nearest existing folder must take a new
+    file. That is tried rather than read from the permissions, which root passes even where nothing can be
+    created (/proc, /sys)."""
     folder = path.parent
-    while not folder.exists():  # the folders still missing are created when the file is written
+    while not folder.exists():  # the folders still missing are created when the output is written
         folder = folder.parent
     if not folder.is_dir():
         raise InputError(f"cannot write {option} here: {folder} is not a folder", path=path)

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from quoter.atomic_files import write_folder_atomic
+from quoter.atomic_files import check_output_folder, write_folder_atomic
 from quoter.baselines.lexical_index import LexicalConfig
 from quoter.datasets import Sample
 from quoter.encoders.context_encoder import ContextEncoder
@@ -156,6 +156,23 @@ class Bundle:
             known_vectors=None if fusion is None else read_known_vectors(folder, fusion, len(known_contexts)),
             lexical=lexical,
         )
+
+
+def check_bundle_output(folder: Path, option: str) -> None:
+    """Refuse, before any work, a folder given by `option` that a bundle written there would replace while it holds
+    anything but an earlier bundle (see atomic_files.check_output_folder)."""
+    check_output_folder(folder, option, "an earlier bundle", _files_besides_a_bundle)
+
+
+def _files_besides_a_bundle(folder: Path) -> list[str]:
+    """What `folder` holds, unless it is a bundle (its bundle.json says so), which a new bundle replaces."""
+    try:
+        settings = json.loads((folder / SETTINGS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # missing, unreadable or not JSON: no bundle
+        settings = None
+    if isinstance(settings, dict) and settings.get("format") == BUNDLE_FORMAT:
+        return []
+    return sorted(path.name for path in folder.iterdir())
 
 
 def library_versions() -> dict[str, str | None]:

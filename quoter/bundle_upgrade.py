@@ -14,6 +14,7 @@ from quoter.bundle import (
     UPGRADABLE_VERSION,
     Bundle,
     check_bundle_folder,
+    check_bundle_output,
     read_bundle_settings,
 )
 from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
@@ -37,6 +38,7 @@ def upgrade_bundle(old: Path, new: Path, lexicon: str | None = None) -> Bundle:
     another folder."""
     folder = check_bundle_folder(old)
     settings = read_bundle_settings(folder / SETTINGS_FILE, UPGRADABLE_VERSION)
+    check_bundle_output(new, "NEW")
     language = Language(settings["language"])
     # Bundles saved before pooling was a setting name only the pooling mode and had the mask token in the gap.
     context_settings = settings["context_encoder"]

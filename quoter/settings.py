@@ -216,6 +216,12 @@ def at_least(name: str, value: int | float, low: int | float) -> None:
         raise QuoterError(f"{name}: must be at least {low}, got {value}")
 
 
+def at_most(name: str, value: int | float, high: int | float) -> None:
+    """A setting's upper bound, as the one-line error of a dataclass's __post_init__."""
+    if value > high:
+        raise QuoterError(f"{name}: must be at most {high}, got {value}")
+
+
 def setting(default: Any, help: str) -> Any:
     """A settings field with its one default and its help, which the command-line option made from it shows
     (quoter.cli.options); the dataclass field carries it as metadata."""

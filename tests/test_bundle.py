@@ -104,6 +104,11 @@ def test_a_version_one_bundle_is_refused_with_how_to_upgrade_it_and_upgrades(chi
     with pytest.raises(InputError, match="version 1 bundle.*quoter bundle upgrade"):
         Bundle.load(tmp_path / "old")
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "precious.txt").write_text("keep me", encoding="utf-8")
+    with pytest.raises(InputError, match="holds other files than an earlier bundle .precious.txt."):
+        upgrade_bundle(tmp_path / "old", tmp_path / "mine")
+    assert [path.name for path in (tmp_path / "mine").iterdir()] == ["precious.txt"]
     upgrade_bundle(tmp_path / "old", tmp_path / "new")
     (tmp_path / "sememes.txt").unlink()
     loaded = Bundle.load(tmp_path / "new")

@@ -76,6 +76,8 @@ def test_evaluate_runs_on_the_built_in_example_without_arguments():
         # Refused before the data is even read, so never after an evaluation.
         (["evaluate", "--data", "{bad}", "--out", "."], ".: is a folder; give --out a file name"),
         (["evaluate", "--method", "bundle", "--bundle", "{bad}"], "bad.txt: not a Quoter bundle: a file there"),
+        # Under a file no bundle folder can be made: that was a traceback once the training was done.
+        (["train", "--data", "{planted}", "--output", "{bad}/sub"], "cannot write --output here: {bad} is not a"),
     ],
 )
 def test_bad_input_is_one_clear_line_and_no_traceback(planted, tmp_path, args, message):

@@ -1,5 +1,6 @@
 """`quoter batch`: every context of a file ranked in input order, written atomically, resumable."""
 
+import dataclasses
 import json
 import resource
 import signal
@@ -15,7 +16,7 @@ from quoter.batch.resume import run_record_path
 from quoter.batch.settings import BatchOutputConfig
 from quoter.bundle import Bundle
 from quoter.cli import app
-from quoter.errors import InputError
+from quoter.errors import InputError, QuoterError
 from quoter.ranking import Query
 from quoter.serving import hosting
 from quoter.serving.recommender import Recommender
@@ -103,6 +104,18 @@ def test_tsv_inputs_and_left_only(bundle_folder, tmp_path):
             '{"left": "a", "id": ' + "7" * 5000 + "}",
             "bad.jsonl:1 (field 'id'): an integer of 5,000 digits",
         ),
+        # Python's parser takes these in, and the output wrote them back: no JSON.
+        ("bad.jsonl", '{"left": "a", "id": 1}\n{"left": "b", "id": NaN}\n', "bad.jsonl:2 (field 'id'): NaN and"),
+        ("bad.jsonl", '{"left": "a", "id": Infinity}\n', "bad.jsonl:1 (field 'id'): NaN and infinities are not"),
+        ("bad.jsonl", '{"left": "a", "id": {"n": [-Infinity]}}\n', "bad.jsonl:1 (field 'id'): NaN and infinities"),
+        # A context that shows nothing was ranked all the same.
+        (
+            "bad.jsonl",
+            '{"left": "a"}\n{"left": " ", "right": "\\u200b\\t"}\n',
+            "bad.jsonl:2: the context shows nothing",
+        ),
+        ("bad.jsonl", '{"left": "\\u3000"}\n', "bad.jsonl:1: the context shows nothing on either side"),
+        ("bad.tsv", "a\tb\n\u200b\t\u0301\n", "bad.tsv:2: the context shows nothing on either side"),
     ],
 )
 def test_bad_input_lines_name_file_and_line(tmp_path, name, content, message):
@@ -110,6 +123,38 @@ def test_bad_input_lines_name_file_and_line(tmp_path, name, content, message):
     with pytest.raises(InputError) as error:
         read_contexts(tmp_path / name)
     assert message in str(error.value) and str(error.value).startswith(str(tmp_path))
+
+
+def test_with_left_only_the_left_context_must_show_something(tmp_path):
+    source = write_jsonl(tmp_path / "in.jsonl", [CONTEXTS[0], {"left": " ", "right": "on the mat"}])
+    assert [c.query.right for c in read_contexts(source)] == ["", "on the mat"]
+    with pytest.raises(InputError) as error:
+        read_contexts(source, left_only=True)
+    assert str(error.value).startswith(f"{source}:2 (field 'left'): the left context shows nothing, and --left-only")
+
+
+@pytest.mark.parametrize("id", [float("nan"), float("inf"), float("-inf")])
+def test_a_parquet_id_that_is_no_json_number_is_refused(tmp_path, id):
+    pa = pytest.importorskip("pyarrow")
+    parquet = pytest.importorskip("pyarrow.parquet")
+    parquet.write_table(pa.table({"left": ["a", "b"], "id": [1.5, id]}), tmp_path / "in.parquet")
+    with pytest.raises(InputError) as error:
+        read_contexts(tmp_path / "in.parquet")
+    assert str(error.value) == f"{tmp_path}/in.parquet:2 (field 'id'): NaN and infinities are not JSON numbers"
+
+
+def test_a_score_json_cannot_hold_stops_the_run_in_one_line(bundle_folder, tmp_path):
+    recommender = Recommender(Bundle.load(bundle_folder))
+    plain = recommender.recommend
+
+    def scoring_nan(queries, k):
+        return [[dataclasses.replace(q, score=float("nan")) for q in found] for found in plain(queries, k)]
+
+    recommender.recommend = scoring_nan
+    contexts = read_contexts(write_jsonl(tmp_path / "in.jsonl", CONTEXTS))
+    with pytest.raises(QuoterError, match=r"^input line 1: the model scored a quote NaN or infinite, which JSON"):
+        run_batch(recommender, contexts, tmp_path / "out.jsonl", progress=False)
+    assert not (tmp_path / "out.jsonl").exists()
 
 
 class Interrupted(Exception):
@@ -224,6 +269,24 @@ def test_an_output_that_cannot_be_written_or_would_overwrite_the_input_is_refuse
     refused = batch("--lang", "en", "--input", source, "--output", output(tmp_path, source))
     assert isinstance(refused.exception, InputError) and message in str(refused.exception)
     assert source.read_bytes() == kept
+
+
+@pytest.mark.parametrize(
+    ("rows", "args", "message"),
+    [
+        ([CONTEXTS[0], {"left": "", "right": " "}], [], "in.jsonl:2: the context shows nothing on either side"),
+        ([{"left": "a", "id": 1}, {"left": "b", "id": float("nan")}], [], "in.jsonl:2 (field 'id'): NaN and"),
+        # Far more quotes than anyone reads: a typo, which would fill the disk.
+        (CONTEXTS, ["--k", "5000"], "batch.k: must be at most 1000, got 5000"),
+    ],
+)
+def test_an_input_or_setting_the_output_cannot_hold_is_refused_before_any_model_loads(
+    tmp_path, no_model_loads, rows, args, message
+):
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    refused = batch("--lang", "en", "--input", source, "--output", tmp_path / "out.jsonl", *args)
+    assert isinstance(refused.exception, QuoterError) and message in str(refused.exception)
+    assert "\n" not in str(refused.exception) and not (tmp_path / "out.jsonl").exists()
 
 
 def test_the_model_is_given_by_one_of_bundle_and_lang(bundle_folder, tmp_path, no_model_loads):

@@ -38,12 +38,21 @@ def test_yaml_and_overrides_set_typed_values(tmp_path):
         ({"model.pooling": "max"}, "model.pooling: expected one of native, mask, cls, mean, got 'max'"),
         ({"joint.enabled": "false", "retrain.enabled": "false"}, "at least one training stage must be enabled"),
         ({"joint.epochs.x": "1"}, "joint.epochs: expected an integer, got {'x': 1}"),
+        # Both were taken in, and failed in Lightning once the data and the model were loaded.
+        ({"run.precision": "fp7"}, "run.precision: expected one of auto, 64, 32, 16, transformer-engine, "),
+        ({"run.devices": "two"}, "run.devices: expected 'auto' or a number of at least 1, got 'two'"),
+        ({"run.devices": "0"}, "run.devices: expected 'auto' or a number of at least 1, got '0'"),
     ],
 )
 def test_a_bad_setting_is_a_one_line_error_naming_the_key(overrides, message):
     with pytest.raises(QuoterError) as error:
         load_config(None, overrides)
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("precision", ["auto", "32-true", "bf16-mixed", "16-mixed", "32", "bf16"])
+def test_every_precision_lightning_takes_is_taken(precision):
+    assert load_config(None, {"run.precision": precision, "run.devices": "2"}).run.precision == precision
 
 
 def test_a_config_builds_on_its_base_which_it_names_relative_to_itself(tmp_path, monkeypatch):

@@ -4,12 +4,14 @@ Parquet file's row number, from 1) for errors and resuming."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from quoter.errors import InputError
+from quoter.quote_record import has_visible_text
 from quoter.ranking import Query
 from quoter.text_lines import check_text, decoded_lines, json_object
 
@@ -38,7 +40,8 @@ def _jsonl_context(text: str, path: Path, number: int) -> BatchContext:
         if not isinstance(record.get(field, ""), str):
             raise InputError("expected a string", path=path, line=number, field=field)
         check_text(record.get(field, ""), path, number, field)
-    return BatchContext(number, record.get("id"), Query(record["left"], record.get("right", "")))
+    identifier = _check_id(record.get("id"), path, number)
+    return BatchContext(number, identifier, Query(record["left"], record.get("right", "")))
 
 
 def _tsv_context(text: str, path: Path, number: int) -> BatchContext:
@@ -80,18 +83,44 @@ def _parquet_context(row: dict[str, Any], path: Path, number: int) -> BatchConte
         check_text(text, path, number, field)
     if row.get("id") is not None and not isinstance(row["id"], PARQUET_IDS):
         raise InputError("expected a string or a number", path=path, line=number, field="id")
-    return BatchContext(number, row.get("id"), Query(texts["left"], texts["right"]))
+    return BatchContext(number, _check_id(row.get("id"), path, number), Query(texts["left"], texts["right"]))
 
 
-def read_contexts(path: str | Path) -> list[BatchContext]:
+def _check_id(value: Any, path: Path, number: int) -> Any:
+    """`value`, the id the output writes back, refused when it holds NaN or an infinity: Python's JSON
+    parser takes them in (NaN, Infinity, -Infinity) and a Parquet float column can hold them, but they are
+    not JSON."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError:
+        raise InputError("NaN and infinities are not JSON numbers", path=path, line=number, field="id") from None
+    return value
+
+
+def _check_visible(context: BatchContext, path: Path, left_only: bool) -> BatchContext:
+    """`context`, refused when what ranks it shows nothing (see has_visible_text): both sides, or with
+    `left_only` its left side."""
+    needs = "a letter, number, punctuation mark or symbol"
+    if left_only and not has_visible_text(context.query.left):
+        message = f"the left context shows nothing, and --left-only ranks by it alone: it needs {needs}"
+        raise InputError(message, path=path, line=context.line, field="left")
+    if not (has_visible_text(context.query.left) or has_visible_text(context.query.right)):
+        message = f"the context shows nothing on either side: left or right needs {needs}"
+        raise InputError(message, path=path, line=context.line)
+    return context
+
+
+def read_contexts(path: str | Path, left_only: bool = False) -> list[BatchContext]:
     """Every context of a JSONL file ({"left", "right", "id"}), a TSV file or a Parquet file (columns left,
-    right and id; by suffix); blank lines are skipped."""
+    right and id; by suffix); blank lines are skipped. A context that shows nothing to rank by (with
+    `left_only`, --left-only: on its left) is refused here, before the command loads its model."""
     path = Path(path)
     if path.suffix.lower() == PARQUET_SUFFIX:
-        contexts = [_parquet_context(row, path, number) for number, row in enumerate(_parquet_rows(path), start=1)]
+        parsed = (_parquet_context(row, path, number) for number, row in enumerate(_parquet_rows(path), start=1))
     else:
         parse = _jsonl_context if path.suffix.lower() in JSONL_SUFFIXES else _tsv_context
-        contexts = [parse(text, path, number) for number, text in decoded_lines(path, "input file") if text.strip()]
+        parsed = (parse(text, path, number) for number, text in decoded_lines(path, "input file") if text.strip())
+    contexts = [_check_visible(context, path, left_only) for context in parsed]
     if not contexts:
         raise InputError("the input file has no contexts", path=path)
     return contexts

@@ -96,7 +96,13 @@ def _output_line(context: BatchContext, found: list[ScoredQuote]) -> str:
         {"id": q.id, "quote": q.record.text, "source": q.record.source, "score": q.score, "probability": q.probability}
         for q in found
     ]
-    return json.dumps(record, ensure_ascii=False) + "\n"
+    try:
+        return json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n"
+    except ValueError:  # a score or probability, the id being checked when read: what JSON cannot hold
+        raise QuoterError(
+            f"input line {context.line}: the model scored a quote NaN or infinite, which JSON cannot hold; is the "
+            "bundle damaged?"
+        ) from None
 
 
 def run_batch(

@@ -7,7 +7,11 @@ from dataclasses import dataclass, field
 
 from quoter.errors import QuoterError
 from quoter.serving.settings import EngineKind, RecommenderConfig
-from quoter.settings import at_least, setting
+from quoter.settings import at_least, at_most, setting
+
+# More quotes than anyone reads, or reranks downstream, per context: each is about 200 bytes of output, so
+# 1,000 already make a line of some 200 KB; a larger --k is a typo, which would fill the disk.
+MAX_K = 1000
 
 
 @dataclass(frozen=True)
@@ -15,12 +19,13 @@ class BatchOutputConfig:
     """What each output line holds (the top k quotes of its context, ranked with or without the right
     context), and how many contexts are written per step."""
 
-    k: int = setting(10, "Quotes per context")
+    k: int = setting(10, f"Quotes per context (at most {MAX_K:,})")
     left_only: bool = setting(False, "Drop the right context: autocomplete")
     chunk: int = setting(64, "Contexts ranked and written per step")
 
     def __post_init__(self) -> None:
         at_least("k", self.k, 1)
+        at_most("k", self.k, MAX_K)
         at_least("chunk", self.chunk, 1)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.pooling import GapMarker, PoolingChoice
@@ -208,6 +208,21 @@ class RunConfig:
         at_least("accumulate_grad_batches", self.accumulate_grad_batches, 1)
         at_least("num_nodes", self.num_nodes, 1)
         at_least("checkpoint_every", self.checkpoint_every, 1)
+        # Checked here, before any model loads, rather than by Lightning once the run has begun.
+        if self.precision != "auto" and self.precision not in _lightning_precisions():
+            allowed = ", ".join(("auto", *_lightning_precisions()))
+            raise QuoterError(f"precision: expected one of {allowed}, got {self.precision!r}")
+        if self.devices != "auto" and not (self.devices.isdecimal() and int(self.devices) >= 1):
+            raise QuoterError(f"devices: expected 'auto' or a number of at least 1, got {self.devices!r}")
+
+
+def _lightning_precisions() -> tuple[str, ...]:
+    """The precisions Lightning's Trainer takes, as its own type lists them (its numbers as strings)."""
+    # Imported only now: Lightning brings torch, seconds to import, for a precision other than auto alone.
+    from lightning_fabric.plugins.precision.precision import _PRECISION_INPUT
+
+    values = (value for literal in get_args(_PRECISION_INPUT) for value in get_args(literal))
+    return tuple(dict.fromkeys(map(str, values)))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytorch_lightning as pl
 
-from quoter.bundle import Bundle
+from quoter.bundle import Bundle, check_bundle_output
 from quoter.datasets import Sample, load_dataset
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.factory import EncoderRecipe, pretrained_encoders
@@ -146,6 +146,8 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> Bundle | N
         raise QuoterError("data.path: no training data given (--data FILE)")
     if config.run.output is None:
         raise QuoterError("run.output: no output folder given (--output DIR)")
+    if launching:  # the bundle replaces the folder: refused now, not after the training, if it is not one
+        check_bundle_output(Path(config.run.output), "--output")
     started = time.perf_counter()
     dataset = load_dataset(config.data.path, config.data.splits, config.data.part, config.data.glosses)
     language, reason = choose_language(config.data.language, config.data.part, dataset.text_sample())

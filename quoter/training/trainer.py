@@ -63,10 +63,7 @@ def _devices(run: RunConfig) -> int | str:
     """run.devices for the Trainer: 'auto' is every GPU, or without GPUs Lightning's choice (one process)."""
     if run.devices == "auto":
         return torch.cuda.device_count() or "auto"
-    try:
-        return int(run.devices)
-    except ValueError:
-        raise QuoterError(f"run.devices: expected 'auto' or a number, got '{run.devices}'") from None
+    return int(run.devices)  # RunConfig took only 'auto' or a number
 
 
 def process_count(run: RunConfig) -> int:

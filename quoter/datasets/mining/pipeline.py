@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from quoter.atomic_files import write_folder_atomic
+from quoter.atomic_files import check_output_folder, write_folder_atomic
 from quoter.datasets import dataset_stats, load_dataset, render_stats
 from quoter.datasets.mining.chinese_script import traditional_to_simplified
 from quoter.datasets.mining.config import BuildConfig
@@ -77,15 +77,12 @@ def build_dataset(config: BuildConfig) -> BuildReport:
 
 def check_out_dir(out_dir: Path) -> None:
     """Refuse an output folder that holds anything but an earlier build's files, which are replaced."""
-    if out_dir.exists() and not out_dir.is_dir():
-        raise QuoterError(f"the output path {out_dir} is a file, not a folder")
-    if out_dir.is_dir():
-        foreign = sorted(p.name for p in out_dir.iterdir() if p.name not in OUTPUT_FILES)
-        if foreign:
-            raise QuoterError(
-                f"the output folder {out_dir} holds other files ({', '.join(foreign[:3])}); "
-                "choose a new or empty folder"
-            )
+    check_output_folder(out_dir, "--out", "an earlier build's " + ", ".join(OUTPUT_FILES), _not_build_files)
+
+
+def _not_build_files(folder: Path) -> list[str]:
+    """What `folder` holds besides an earlier build's files."""
+    return sorted(path.name for path in folder.iterdir() if path.name not in OUTPUT_FILES)
 
 
 def read_quote_set(
