@@ -7,7 +7,8 @@ Two files a language, in `usage/` beside the bank (usage/README.md says how they
   contexts mined from the shared data (`quoter data usage`), each with the file and line it comes from, the
   matching rule that found it, and its part: `fit`, or `held-back`, kept out of everything fitted and
   used only to measure (benchmarks/quality.py).
-Loading them imports nothing heavy, like the bank itself.
+No field may hold a control character, a bidirectional control or a tag character (quoter.text_safety). Loading
+them imports nothing heavy, like the bank itself.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from quoter.errors import InputError
 from quoter.languages import Language
 from quoter.quote_record import QuoteRecord
 from quoter.text_lines import decoded_lines
+from quoter.text_safety import unsafe_text
 
 __all__ = ["REAL_HEADER", "BankUsage", "UsageExample", "bank_usage", "read_usage_file", "usage_path"]
 
@@ -60,7 +62,8 @@ def usage_path(language: Language, kind: str) -> Path:
 
 
 def read_usage_file(path: Path) -> list[UsageExample]:
-    """Read a written (three fields a line) or real (seven, with the REAL_HEADER line) usage file."""
+    """Read a written (three fields a line) or real (seven, with the REAL_HEADER line) usage file; a field that
+    holds a character no text may is refused, naming file, line and field."""
     examples = []
     for number, line in decoded_lines(path, "usage examples"):
         if not line.strip():
@@ -68,6 +71,7 @@ def read_usage_file(path: Path) -> list[UsageExample]:
         fields = line.split("\t")
         if number == 1 and tuple(fields) == REAL_HEADER:
             continue
+        _check_fields(fields, path, number)
         if len(fields) == 3:
             examples.append(UsageExample(*fields))
         elif len(fields) == len(REAL_HEADER):
@@ -77,6 +81,15 @@ def read_usage_file(path: Path) -> list[UsageExample]:
                 f"expected 3 or {len(REAL_HEADER)} tab-separated fields, found {len(fields)}", path, number
             )
     return examples
+
+
+def _check_fields(fields: list[str], path: Path, number: int) -> None:
+    # The first three fields of both kinds are left, quote and right. A field of a tab-separated line holds no
+    # tab or line feed, so the one-line rule is the contexts' rule too.
+    for field, value in zip(REAL_HEADER, fields):
+        problem = unsafe_text(value)
+        if problem is not None:
+            raise InputError(problem, path, number, field)
 
 
 def _real_example(fields: list[str], path: Path, number: int) -> UsageExample:
