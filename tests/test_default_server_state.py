@@ -13,6 +13,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,9 @@ from tests.serving_fixtures import LOOPBACK_URL, QUOTES
 ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 240
 ADDERS = 4
+ADD_TIMEOUT_S = 10  # for one add, and then for the adders to stop
+ADDS_BEFORE_KILL = 40
+ADDS_TIMEOUT_S = 120
 
 
 def free_port() -> int:
@@ -63,10 +67,23 @@ def post_quote(port: int, text: str) -> int | None:
         f"http://127.0.0.1:{port}/quotes", body, {"Content-Type": "application/json"}, method="POST"
     )
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=ADD_TIMEOUT_S) as response:
             return json.load(response)["id"] if response.status == 201 else None
     except (OSError, urllib.error.HTTPError):
         return None
+
+
+def wait_for_adds(acknowledged: dict[str, int], adders: list[Future], log: Path) -> None:
+    """Wait until ADDS_BEFORE_KILL adds are acknowledged; fail as soon as an adder stops (it raises its error
+    here), or after ADDS_TIMEOUT_S."""
+    deadline = time.monotonic() + ADDS_TIMEOUT_S
+    while len(acknowledged) < ADDS_BEFORE_KILL:
+        for adder in adders:
+            if adder.done():
+                adder.result()
+                pytest.fail(f"an add failed after {len(acknowledged)} adds: {log.read_text()}")
+        assert time.monotonic() < deadline, f"only {len(acknowledged)} adds in {ADDS_TIMEOUT_S} s"
+        time.sleep(0.02)
 
 
 def listed_quotes(port: int) -> dict[str, int]:
@@ -81,6 +98,8 @@ def listed_quotes(port: int) -> dict[str, int]:
             return listed
 
 
+# Two starts of the server, each allowed START_TIMEOUT_S, and the adds between: beyond the suite's limit.
+@pytest.mark.timeout(2 * START_TIMEOUT_S + ADDS_TIMEOUT_S + 120)
 def test_the_default_server_keeps_every_acknowledged_add_through_sigkill(tmp_path):
     state, port, log = tmp_path / "state", free_port(), tmp_path / "server.log"
     server = start_default_server(state, port, log)
@@ -97,19 +116,17 @@ def test_the_default_server_keeps_every_acknowledged_add_through_sigkill(tmp_pat
             acknowledged[text] = quote_id
             number += 1
 
-    adders = [threading.Thread(target=add_quotes, args=(adder,)) for adder in range(ADDERS)]
-    for adder in adders:
-        adder.start()
-    try:
-        while len(acknowledged) < 40:
-            time.sleep(0.02)
-        server.send_signal(signal.SIGKILL)  # while the adders are sending more
-        server.wait()
-    finally:
-        stop.set()
+    with ThreadPoolExecutor(ADDERS) as pool:
+        adders = [pool.submit(add_quotes, adder) for adder in range(ADDERS)]
+        try:
+            wait_for_adds(acknowledged, adders, log)
+            server.send_signal(signal.SIGKILL)  # while the adders are sending more
+            server.wait(ADD_TIMEOUT_S)
+        finally:
+            stop.set()
+            server.kill()
         for adder in adders:
-            adder.join()
-        server.kill()
+            adder.result(ADD_TIMEOUT_S)
     assert len(set(acknowledged.values())) == len(acknowledged)
 
     server = start_default_server(state, port, log)
@@ -122,7 +139,7 @@ def test_the_default_server_keeps_every_acknowledged_add_through_sigkill(tmp_pat
         assert new_id is not None and new_id not in listed.values() and new_id > max(listed.values())
     finally:
         server.kill()
-        server.wait()
+        server.wait(ADD_TIMEOUT_S)
 
 
 @pytest.fixture

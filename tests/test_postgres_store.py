@@ -9,9 +9,9 @@ import logging
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -32,6 +32,7 @@ from tests.serving_fixtures import LOOPBACK_URL, QUOTES, tiny_bundle
 ROOT = Path(__file__).resolve().parent.parent
 BASE = len(QUOTES[next(iter(QUOTES))])
 FOLLOW_TIMEOUT_S = 20
+ADDS_TIMEOUT_S = 60  # for one writer's 16 adds, on a loaded machine
 PASSWORD = "a-secret-password"  # trust authentication lets any through; no message may show it
 # Run in a child process: open the shared set of a tiny bundle and add quotes one by one, printing each
 # acknowledged id, until killed.
@@ -98,22 +99,21 @@ def test_a_removed_id_is_never_given_again_not_even_after_a_restart(postgres_url
 
 def test_adds_from_two_processes_at_once_all_land_and_both_follow(postgres_url, bundle, opened):
     sets = [opened(postgres_url, bundle), opened(postgres_url, bundle)]
-    acknowledged: dict[str, int] = {}
 
-    def add_quotes(writer: int) -> None:
-        for number in range(15):
-            text = f"writer {writer} line {number}"
-            quote_id, created = sets[writer].add(QuoteRecord(text))
-            assert created
-            acknowledged[text] = quote_id
+    def add_quotes(writer: int) -> dict[str, tuple[int, bool]]:
+        """What the writer added: each text's id, and whether it was new."""
+        texts = [f"writer {writer} line {number}" for number in range(15)]
+        added = {text: sets[writer].add(QuoteRecord(text)) for text in texts}
         # Both list this one at once: it gets one id, whoever wins.
-        acknowledged[f"shared by {writer}"] = sets[writer].add(QuoteRecord("a line both add"))[0]
+        added[f"shared by {writer}"] = sets[writer].add(QuoteRecord("a line both add"))
+        return added
 
-    writers = [threading.Thread(target=add_quotes, args=(writer,)) for writer in range(2)]
-    for writer in writers:
-        writer.start()
-    for writer in writers:
-        writer.join()
+    # The assertions run here: an error in a writer is raised by its result.
+    with ThreadPoolExecutor(2) as pool:
+        writers = [pool.submit(add_quotes, writer) for writer in range(2)]
+        added = {text: result for writer in writers for text, result in writer.result(ADDS_TIMEOUT_S).items()}
+    assert all(created for text, (_, created) in added.items() if text.startswith("writer"))
+    acknowledged = {text: quote_id for text, (quote_id, _) in added.items()}
     assert acknowledged["shared by 0"] == acknowledged["shared by 1"]
     del acknowledged["shared by 1"]
     assert len(set(acknowledged.values())) == len(acknowledged) == 31

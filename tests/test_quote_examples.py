@@ -2,7 +2,6 @@
 it learned from its own quotes' (CRM and knn know the quote by them, its vector is pulled towards them), they
 are saved with the quote, and a bundle that is not hybrid refuses them."""
 
-import gc
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -153,16 +152,14 @@ def test_examples_and_their_vectors_survive_restarts_and_compaction(hybrid, tmp_
     new_id, _ = recommender.quotes.add(QUOTE, EXAMPLES)
     queries = [REPEATED, EXAMPLES[1], Query("my pet", "purred")]
     before = recommender.recommend(queries, k=6)
-    del recommender
-    gc.collect()  # the process ends: its lock on the saved set goes, so the next open may compact
+    recommender.quotes.close()  # the process ends: its lock on the saved set goes, so the next open may compact
     for _ in range(2):  # the first open compacts the log into a snapshot; the second reads that
         reopened = Recommender(hybrid, state=state)
         assert reopened.quotes.example_count(new_id) == 2 and first(reopened) == new_id
         for want, got in zip(before, reopened.recommend(queries, k=6)):
             assert [r.id for r in got] == [r.id for r in want]
             np.testing.assert_allclose([r.score for r in got], [r.score for r in want], atol=1e-5)
-        del reopened
-        gc.collect()
+        reopened.quotes.close()
     assert (state / LIVE_FOLDER / SNAPSHOT_FILE).is_file() and not (state / LIVE_FOLDER / log_name(0)).exists()
 
 
@@ -177,7 +174,7 @@ def test_an_add_is_saved_whole_with_its_examples_or_not_at_all(tmp_path):
     store, _ = QuoteStore.open(folder, stored_base())
     store.add(20, QuoteRecord("a"), np.ones(4, np.float32), examples)
     store.add(21, QuoteRecord("b"), np.ones(4, np.float32), examples)
-    del store
+    store.close()
     _, saved = QuoteStore.open(folder, stored_base())
     assert list(saved.examples) == [20, 21] and saved.examples[20].contexts == examples.contexts
     np.testing.assert_array_equal(saved.examples[21].vectors, examples.vectors)
@@ -205,8 +202,7 @@ def test_removing_a_quote_drops_its_examples(hybrid, tmp_path):
     recommender.quotes.remove(learned_id)
     plain_id, created = recommender.quotes.add(QUOTE)  # the same text, now without examples
     assert created and first(recommender) != plain_id and recommender.quotes.example_count(plain_id) == 0
-    del recommender
-    gc.collect()
+    recommender.quotes.close()
     reopened = Recommender(hybrid, state=state)
     assert first(reopened) != plain_id and reopened.quotes.example_count(plain_id) == 0
 

@@ -11,6 +11,19 @@ no deadline for a request's head (limits.header_timeout_s does not apply). The H
 the body's deadline stay the app's, in the replica. A replica takes as many requests at once as its queue
 holds contexts; beyond that Ray's proxy queues them, and the app's own queue answers 503 as one process does.
 
+A replica that stops while it holds a request (killed, crashed) leaves the request unanswered: Ray's proxy
+answers only a timeout (408) or its own back pressure (503) itself, and lets any other failure of the
+replica, ActorDiedError among them, end the request with no response at all (ray/serve/_private/proxy.py,
+send_request_to_replica; http_util.send_http_response_on_exception), which uvicorn, under the proxy, turns
+into a plain-text 500. So the proxy is wrapped in _AnswerLostRequests, through the hook Ray Serve reads in the
+proxy's process, $RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH, set in the Ray job's environment (RUNTIME_ENV),
+which Serve's controller and then its proxies inherit: such a request gets the API's JSON 503 with
+Retry-After. Ray resends only a request that no replica has taken yet; this one the replica may have acted
+on, so the client resends it, which is safe: adding a listed quote again answers with its id. A replica that
+stops after it began its response leaves the response cut short: its status line is sent, and the connection
+is closed. On a cluster where Serve already runs (--address), its proxy stays as it was started, and so does
+how it answers.
+
 Ray is imported only here, and only when the ray engine is chosen; without it, that is a one-line error.
 """
 
@@ -21,16 +34,23 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, status
+from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from quoter.errors import QuoterError
+from quoter.serving.http.api_errors import error_response
 from quoter.serving.settings import ServeConfig
 
 REPLICA_HEADER = "X-Quoter-Replica"
 APP_NAME = "quoter"
 DEPLOYMENT_NAME = "Quoter"
 INSTALL_HINT = "pip install 'quoter[scale]'"
+# The Ray job's environment: Serve's controller inherits it, and its HTTP proxies from it; each proxy calls the
+# function that the variable names, in its own process, for the middlewares to wrap itself in.
+RUNTIME_ENV = {"env_vars": {"RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH": f"{__name__}.proxy_middlewares"}}
+# Another replica takes a resent request at once; with none left, Ray's proxy holds it until one is back.
+LOST_REQUEST_RETRY_AFTER_S = 1
 
 
 def import_serve() -> ModuleType:
@@ -61,6 +81,42 @@ class _NamedReplica:
             await send(message)
 
         await self.app(scope, receive, send_named)
+
+
+class _AnswerLostRequests:
+    """ASGI middleware around Ray Serve's HTTP proxy: a request that the proxy ends without a response, as it
+    does when the replica holding it stops, gets the API's JSON 503 with Retry-After."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        await self.app(scope, receive, send_watched)
+        if not started:
+            # Where the client itself went away (the proxy's 499), uvicorn sends this nowhere.
+            lost = error_response(
+                status.HTTP_503_SERVICE_UNAVAILABLE,
+                "the server replica that took the request stopped before it answered; send it again (a quote "
+                "change may have been made: adding the same quote again answers with its id)",
+                "replica_lost",
+                headers={"Retry-After": str(LOST_REQUEST_RETRY_AFTER_S)},
+            )
+            await lost(scope, receive, send)
+
+
+def proxy_middlewares() -> list[Middleware]:
+    """The middlewares that Ray Serve's HTTP proxy wraps itself in (named in RUNTIME_ENV)."""
+    return [Middleware(_AnswerLostRequests)]
 
 
 class QuoterReplica:
@@ -106,11 +162,12 @@ def quoter_application(build_app: Callable[[], FastAPI], settings: ServeConfig) 
 
 def start_serve(settings: ServeConfig) -> None:
     """Connect to the Ray cluster at the engine's address (none: start a local one) and start Ray Serve's HTTP
-    proxy on the settings' host and port, unless Serve already runs there (then its proxy is kept as it is)."""
+    proxy on the settings' host and port, wrapped in proxy_middlewares, unless Serve already runs there (then its
+    proxy is kept as it is)."""
     serve = import_serve()
     import ray
 
-    ray.init(address=settings.engine.address, include_dashboard=False, logging_level="warning")
+    ray.init(address=settings.engine.address, include_dashboard=False, logging_level="warning", runtime_env=RUNTIME_ENV)
     http = {"host": settings.host, "port": settings.port, "keep_alive_timeout_s": settings.limits.keep_alive_s}
     serve.start(http_options=http, logging_config=quiet_logging())
 
