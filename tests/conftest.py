@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 import uvicorn
+from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from quoter.cli import app
 from tests.postgres_fixtures import postgres_server, postgres_url  # noqa: F401  (fixtures for every test module)
+from tests.serving_fixtures import LOOPBACK_URL
 
 
 def write_quoter_file(
@@ -34,6 +36,13 @@ def private_cache(tmp_path_factory):
         yield
 
 
+@pytest.fixture(autouse=True)
+def private_state(tmp_path_factory, monkeypatch):
+    """$XDG_STATE_HOME in a temporary folder of each test's own: a server started without --state keeps its quote
+    changes, and its hold on them, out of the user's state folder and out of the other tests' way."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state-home")))
+
+
 @pytest.fixture
 def write_dataset(tmp_path):
     """Write a QuoteR file (and optional splits) into tmp_path; returns its path."""
@@ -46,16 +55,28 @@ def write_dataset(tmp_path):
 
 @pytest.fixture
 def served(monkeypatch):
-    """Run `quoter serve ...` with uvicorn.run replaced: return the app it would serve, where and how."""
+    """Run `quoter serve ...` with uvicorn.run replaced: return the app it would serve, where and how. Each run
+    first stops the servers run before, as a server's process ends (their hold on their quote sets is let go),
+    unless `stop_earlier` is false; the last ones stop with the test."""
     calls = {}
+    running = []
 
     def fake_run(app, host, port, **options):
         calls.update(app=app, host=host, port=port, options=options)
+        running.append(app)
+
+    def stop_all() -> None:
+        while running:
+            with TestClient(running.pop(), base_url=LOOPBACK_URL):  # its shutdown closes its recommenders
+                pass
 
     monkeypatch.setattr(uvicorn, "run", fake_run)
 
-    def serve(*args, env=None):
+    def serve(*args, env=None, stop_earlier=True):
+        if stop_earlier:
+            stop_all()
         result = CliRunner().invoke(app, ["serve", *map(str, args)], env=env)
         return result, calls
 
-    return serve
+    yield serve
+    stop_all()

@@ -4,7 +4,10 @@ import pytest
 from fastapi.testclient import TestClient
 from transformers import BertModel, BertTokenizerFast
 
+import quoter.cli.serve_commands as serve_commands
 import quoter.default_bundles as default_bundles
+from quoter.cli.serve_commands import Hosted, hosted_app
+from quoter.encoders.backend.runtime_config import ContextRuntime
 from quoter.encoders.configs import ContextEncoderConfig, QuoteEncoderConfig
 from quoter.encoders.context_encoder import ContextEncoder
 from quoter.encoders.quote_encoder import QuoteEncoder
@@ -12,6 +15,7 @@ from quoter.errors import QuoterError
 from quoter.languages import Language
 from quoter.ranking import Query
 from quoter.serving.hosting import parse_language_spec
+from quoter.serving.settings import ServeConfig
 from tests.serving_fixtures import LOOPBACK_URL, QUOTES, tiny_bundle
 from tests.training_fixtures import write_model
 
@@ -35,6 +39,25 @@ def test_serve_hosts_the_given_bundles_with_an_api_key(served, tmp_path):
     with TestClient(calls["app"], base_url=LOOPBACK_URL) as client:
         listed = client.get("/quotes", params={"q": "the mat"}).json()["quotes"]
         assert {q["quote"]: q["id"] for q in listed}["the mat"] == added.json()["id"]
+
+
+def test_a_second_server_on_the_same_state_folder_is_refused_at_its_start(served, tmp_path):
+    tiny_bundle(tmp_path / "en", Language.EN).save(tmp_path / "bundle-en")
+    options = ("--bundle", f"en={tmp_path / 'bundle-en'}", "--state", tmp_path / "state")
+    first, calls = served(*options)
+    assert first.exit_code == 0, first.output
+    with TestClient(calls["app"], base_url=LOOPBACK_URL) as client:
+        second, _ = served(*options, stop_earlier=False)
+        assert second.exit_code != 0 and isinstance(second.exception, QuoterError)
+        message = str(second.exception)
+        assert f"{tmp_path / 'state' / 'en' / 'quote_index'}: another server" in message and "--state" in message
+        # The first one goes on taking changes.
+        assert client.post("/quotes", json={"quote": "a line of the first server", "lang": "en"}).status_code == 201
+    # Once the first has stopped, a server starts there again and finds the change.
+    third, calls = served(*options)
+    assert third.exit_code == 0, third.output
+    with TestClient(calls["app"], base_url=LOOPBACK_URL) as client:
+        assert client.get("/quotes", params={"q": "a line of the first server"}).json()["total"] == 1
 
 
 def test_serve_refuses_bad_bundle_options(served, tmp_path):
@@ -107,16 +130,49 @@ def test_the_api_key_can_come_from_a_file(served, english_bundle, tmp_path):
     assert "cannot read the API key file" in str(result.exception)
 
 
-def test_every_interface_without_a_key_warns_and_answers_any_host(served, english_bundle):
+OPEN_ON_LOOPBACK = "no API key: anyone on this machine can add and remove quotes (set QUOTER_API_KEY to require a key)"
+CLOSED_BEYOND_LOOPBACK = "no API key: quote changes are refused (403), as the server listens beyond loopback on"
+
+
+def test_every_interface_without_a_key_refuses_changes_and_answers_any_host(served, english_bundle):
     result, calls = served("--bundle", english_bundle, "--host", "0.0.0.0")
     assert result.exit_code == 0, result.output
-    assert "WARNING: no API key and listening on 0.0.0.0" in result.stderr
+    assert f"{CLOSED_BEYOND_LOOPBACK} 0.0.0.0; set QUOTER_API_KEY or QUOTER_API_KEY_FILE" in result.stderr
     with TestClient(calls["app"], base_url="http://quoter.example") as client:
         assert client.get("/health").status_code == 200
-    result, _ = served("--bundle", english_bundle, "--host", "0.0.0.0", env={"QUOTER_API_KEY": "k"})
-    assert result.exit_code == 0 and "WARNING" not in result.stderr
-    result, _ = served("--bundle", english_bundle)  # loopback: only this machine can reach it
-    assert result.exit_code == 0 and "WARNING" not in result.stderr
+        # Refused before the body is looked at: this one is too large and not JSON (was 201 from anyone).
+        added = client.post("/quotes", content=b"x" * 3_000_000, headers={"Content-Type": "text/plain"})
+        removed = client.delete("/quotes/0")
+        document = client.get("/openapi.json").json()
+    message = "this server takes quote changes only with an API key when it listens beyond loopback, and it has none"
+    for response in (added, removed):
+        assert response.status_code == 403
+        assert response.json() == {"detail": [{"loc": [], "msg": message, "type": "writes_closed"}]}
+    assert message in document["info"]["description"]
+    assert message in document["paths"]["/quotes"]["post"]["responses"]["403"]["description"]
+    assert "401" not in document["paths"]["/quotes/{quote_id}"]["delete"]["responses"]
+    result, calls = served("--bundle", english_bundle, "--host", "0.0.0.0", env={"QUOTER_API_KEY": "k"})
+    assert result.exit_code == 0 and "no API key" not in result.stderr
+    with TestClient(calls["app"], base_url="http://quoter.example") as client:
+        assert client.post("/quotes", json={"quote": "a new quote"}, headers={"X-API-Key": "k"}).status_code == 201
+
+
+def test_loopback_without_a_key_takes_changes_and_says_so(served, english_bundle):
+    result, calls = served("--bundle", english_bundle)
+    assert result.exit_code == 0 and OPEN_ON_LOOPBACK in result.stderr
+    with TestClient(calls["app"], base_url=LOOPBACK_URL) as client:
+        assert client.post("/quotes", json={"quote": "a new quote"}).status_code == 201
+        assert "description" not in client.get("/openapi.json").json()["info"]
+
+
+def test_a_ray_replica_refuses_changes_beyond_loopback_without_a_key(english_bundle, monkeypatch):
+    # hosted_app builds the app each Ray Serve replica serves: the same decision as one process.
+    monkeypatch.setattr(serve_commands, "set_threads", lambda threads: None)
+    hosted = Hosted([english_bundle], [], [Language.EN], None, None)
+    for host, status in (("0.0.0.0", 403), ("127.0.0.1", 201)):
+        settings = ServeConfig(host=host, runtime=ContextRuntime.TORCH)
+        with TestClient(hosted_app(hosted, None, settings), base_url=LOOPBACK_URL) as client:
+            assert client.post("/quotes", json={"quote": f"a quote from {host}"}).status_code == status
 
 
 def test_limit_options_reach_the_server(served, english_bundle):

@@ -227,3 +227,29 @@ def test_a_full_queue_is_503_with_retry_after(english, monkeypatch):
     assert "busy" in refused.json()["detail"][0]["msg"]
     assert invalid.status_code == 422
     assert batch.status_code == 200 and later.status_code == 200
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["[::1]evil.example", "localhost:99999", "localhost:0", "localhost:80x", "localhost:", "[::1", "[evil]", "a b"],
+)
+def test_a_malformed_host_header_is_400_whatever_the_hosts_answered(english, host):
+    # These were answered: the name was read up to the bracket or colon, and the rest ignored.
+    for allowed in (ServerLimits().allowed_hosts, ("*",)):
+        with make_client(english, allowed_hosts=allowed) as client:
+            response = client.get("/health", headers={"Host": host})
+        assert response.status_code == 400 and response.json() == {
+            "detail": [
+                {
+                    "loc": ["header", "host"],
+                    "msg": "the Host header must be given once, as a name with an optional port",
+                    "type": "host_invalid",
+                }
+            ]
+        }
+
+
+def test_two_host_headers_are_400(english):
+    with make_client(english, allowed_hosts=("*",)) as client:
+        response = client.get("/health", headers=[("Host", "127.0.0.1"), ("Host", "127.0.0.1")])
+    assert response.status_code == 400 and response.json()["detail"][0]["type"] == "host_invalid"

@@ -20,6 +20,7 @@ from quoter.serving.settings import EngineKind, ServeConfig, complete_serve_conf
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+    from quoter.serving.http.app import AppConfig
     from quoter.serving.recommender import Recommender
 
 API_KEY_ENV = "QUOTER_API_KEY"
@@ -198,9 +199,9 @@ def serve_command(
         return
     import uvicorn
 
-    from quoter.serving.hosting import can_save_changes, default_state_folder
-    from quoter.serving.http.app import AppConfig, create_app
-    from quoter.serving.http.head_timeout import head_timeout_protocol
+    from quoter.serving.hosting import can_save_changes, default_state_folder, hold_quote_sets
+    from quoter.serving.http.app import create_app
+    from quoter.serving.http.head_timeout import server_protocol
 
     set_threads(settings.threads)
     if not bundle:
@@ -211,6 +212,7 @@ def serve_command(
             err=True,
         )
     recommenders = hosted.recommenders(settings)
+    hold_quote_sets(recommenders)
     if not bundle:
         saved_in = state or default_state_folder()
         if store is not None:  # not echoed: the URL may hold a password
@@ -220,31 +222,41 @@ def serve_command(
         if store is None and not all(can_save_changes(saved_in / language.value) for language in languages):
             typer.echo(f"{saved_in} is read-only: adding or removing quotes needs a writable --state DIR", err=True)
     limits = settings.limits
-    app = create_app(recommenders, AppConfig(api_key=key, limits=limits))
+    app = create_app(recommenders, app_config(key, settings))
     host, port = settings.host, settings.port
     names = ", ".join(f"{r.language.value} ({len(r.quotes):,} quotes, {r.runtime.name})" for r in recommenders)
     typer.echo(f"hosting {names} on http://{host}:{port} (API docs at /docs)", err=True)
     typer.echo(f"answering Host: {', '.join(limits.allowed_hosts)} (--allowed-host to change)", err=True)
-    warn_if_open(key, settings)
+    tell_who_may_change_quotes(key, settings)
     uvicorn.run(
         app,
         host=host,
         port=port,
         log_level="warning",
         timeout_keep_alive=limits.keep_alive_s,
-        http=head_timeout_protocol(limits.header_timeout_s),
+        http=server_protocol(limits.header_timeout_s),
     )
 
 
-def warn_if_open(key: str | None, settings: ServeConfig) -> None:
-    """Warn the operator, in red, of a server that anyone who reaches it may change: no key, not loopback."""
-    if key is None and not is_loopback(settings.host):
-        typer.secho(
-            f"WARNING: no API key and listening on {settings.host}: anyone who can reach port {settings.port} can "
-            f"add and remove quotes. Set {API_KEY_ENV} or {API_KEY_FILE_ENV}, or listen on 127.0.0.1.",
-            err=True,
-            fg=typer.colors.RED,
-            bold=True,
+def app_config(key: str | None, settings: ServeConfig) -> AppConfig:
+    """The app's config, the same in this process and in a Ray Serve replica: without a key, quote changes are
+    taken only by a server that listens on loopback. The address decides, not each client's: behind a proxy on
+    the same machine every client looks local."""
+    from quoter.serving.http.app import AppConfig
+
+    return AppConfig(api_key=key, keyless_writes=is_loopback(settings.host), limits=settings.limits)
+
+
+def tell_who_may_change_quotes(key: str | None, settings: ServeConfig) -> None:
+    """Tell the operator, at start, who may add and remove quotes on a server without a key (see app_config)."""
+    if key is not None:
+        return
+    if is_loopback(settings.host):
+        to_stderr(f"no API key: anyone on this machine can add and remove quotes (set {API_KEY_ENV} to require a key)")
+    else:
+        to_stderr(
+            f"no API key: quote changes are refused (403), as the server listens beyond loopback on {settings.host}; "
+            f"set {API_KEY_ENV} or {API_KEY_FILE_ENV} to take them with the key"
         )
 
 
@@ -281,16 +293,16 @@ def serve_with_ray(hosted: Hosted, key: str | None, settings: ServeConfig) -> No
 
     if not hosted.bundles:
         to_stderr("no --bundle given: each replica serves the built-in default (the first start takes minutes)")
-    warn_if_open(key, settings)
+    tell_who_may_change_quotes(key, settings)
     serve_on_ray(functools.partial(hosted_app, hosted, key, settings), settings, to_stderr)
 
 
 def hosted_app(hosted: Hosted, key: str | None, settings: ServeConfig) -> FastAPI:
     """The app `quoter serve` serves, built where it runs (in a Ray Serve replica)."""
-    from quoter.serving.http.app import AppConfig, create_app
+    from quoter.serving.http.app import create_app
 
     set_threads(settings.threads)
-    return create_app(hosted.recommenders(settings), AppConfig(api_key=key, limits=settings.limits))
+    return create_app(hosted.recommenders(settings), app_config(key, settings))
 
 
 @BATCH.command
@@ -335,7 +347,7 @@ def batch_command(
     from quoter.batch.ray_job import import_ray, run_ray_batch, worker_config
 
     check_batch_output(output, input)
-    contexts = read_contexts(input)
+    contexts = read_contexts(input, settings.batch.left_only)
     on_ray = settings.engine.kind is EngineKind.RAY
     if on_ray:
         import_ray()  # a missing Ray is said before the model loads

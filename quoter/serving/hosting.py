@@ -23,6 +23,7 @@ from quoter.errors import InputError, QuoterError
 from quoter.languages import Language
 from quoter.quote_set import read_quote_set
 from quoter.serving.live.live_quotes import LIVE_FOLDER
+from quoter.serving.live.quote_store import ChangeNotSavedError, SetLockedError
 from quoter.serving.recommender import Recommender
 from quoter.serving.settings import RecommenderConfig
 
@@ -112,6 +113,22 @@ def load_hosted(
         if database is None and not can_save_changes(live):
             warn(f"{live} is read-only: {language.value} is served, but adding or removing quotes needs --state DIR")
     return recommenders
+
+
+def hold_quote_sets(recommenders: Sequence[Recommender]) -> None:
+    """Make this server, from its start, the one process that changes the quote sets it saves in folders, so that
+    a second server given the same folder is refused at its start, not at its first change. A folder where changes
+    cannot be saved leaves its set served as it is (the commands say so)."""
+    for recommender in recommenders:
+        try:
+            recommender.quotes.hold()
+        except SetLockedError as error:
+            raise QuoterError(
+                f"{error.folder}: another server is serving these quotes and changing them; stop it, or give this "
+                "one another --state DIR"
+            ) from None
+        except ChangeNotSavedError:
+            pass
 
 
 def default_recommenders(

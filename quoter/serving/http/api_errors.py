@@ -7,7 +7,7 @@ kind for programs; none of them repeats what was sent, which may be megabytes lo
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from typing import Any
 
@@ -105,7 +105,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
 # What each error status means in this API, for the OpenAPI document.
 ERROR_MEANINGS = {
-    400: "A Host header the server does not answer, or a body that is not UTF-8 JSON.",
+    400: "A request that is not valid HTTP/1.1 (its request line or headers), a Host header that is malformed or "
+    "that the server does not answer, a body whose length is given twice (Transfer-Encoding and Content-Length), "
+    "or a body that is not UTF-8 JSON.",
     401: "The API key is missing (header X-API-Key).",
     403: "The API key is wrong.",
     404: "No quote has this id.",
@@ -121,6 +123,8 @@ ERROR_MEANINGS = {
 }
 
 
-def error_statuses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """The `responses` of a route that may answer these error statuses, each with the one error model."""
-    return {code: {"model": ErrorResponse, "description": ERROR_MEANINGS[code]} for code in statuses}
+def error_statuses(*statuses: int, meanings: Mapping[int, str] | None = None) -> dict[int | str, dict[str, Any]]:
+    """The `responses` of a route that may answer these error statuses, each with the one error model; `meanings`
+    replaces the usual meaning of a status where the route's differs."""
+    meanings = {**ERROR_MEANINGS, **(meanings or {})}
+    return {code: {"model": ErrorResponse, "description": meanings[code]} for code in statuses}

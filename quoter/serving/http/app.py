@@ -3,17 +3,21 @@
 Several bundles are hosted at once, one per language (a bank of quotes each). A request without `lang` is
 answered from the bank of its script, and Chinese text from both Chinese banks when both are hosted, merged
 into one list (language_choice, chinese_merge). Changing a quote set needs the API key when one is
-configured (header X-API-Key). FastAPI serves the OpenAPI docs at /docs; the document says what the server
-hosts (openapi_document) and every status each operation may answer.
+configured (header X-API-Key), checked before the body is read; without one, only a server on loopback takes
+changes, from anyone on its machine (AppConfig.keyless_writes). FastAPI serves the OpenAPI docs at /docs;
+the document says what the server hosts (openapi_document) and every status each operation may answer.
 
 Every error has one shape, `{"detail": [{"loc", "msg", "type"}]}` (api_errors), says what is wrong and never
-echoes the input back: a Host header the server does not answer (400); a body that is too large (413), not
+echoes the input back: a request that is not valid HTTP/1.1, a Host header that is malformed or that the
+server does not answer, or a body whose length is given twice (400); a body that is too large (413), not
 JSON (415, 400), slow to arrive (408) or invalid (422, naming the field; usage examples given to a bundle
-that does not learn from them too); a missing or wrong API key (401, 403); an unknown quote id (404); a quote
-already listed with another source, gloss or usage examples (409); a full queue (503 with Retry-After); and a
-quote change that was not made: another server changes the same quote set, or changed it since this one loaded
-it (409), the disk is full or the shared quote database cannot be reached (503 with Retry-After), or the
-change could not be saved otherwise (503; the operator's log says why).
+that does not learn from them too); a missing or wrong API key (401, 403), or a change asked of a server
+beyond loopback without one (403); an unknown quote id (404); a quote already listed with another source,
+gloss or usage examples (409); a full queue (503 with Retry-After); and a quote change that was not made:
+another server changes the same quote set, or changed it since this one loaded it (409), the disk is full,
+the shared quote database cannot be reached or the change before still waits for it (503 with Retry-After),
+or the change could not be saved otherwise (503; the operator's log says why). A change whose commit was cut
+off is 503 `outcome_unknown` with Retry-After: it may have been made, and retrying it is safe.
 """
 
 from __future__ import annotations
@@ -26,10 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Query, Request, Response, Security, status
+from fastapi import Depends, FastAPI, Query, Request, Response, Security, status
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import APIKeyHeader
 from fastapi.staticfiles import StaticFiles
+from starlette.datastructures import Headers
 
 from quoter.bundle import QuoteRecord
 from quoter.errors import InputError, QuoterError
@@ -45,7 +50,7 @@ from quoter.serving.http.api_errors import (
     install_error_handlers,
     operator_error,
 )
-from quoter.serving.http.json_body import json_body_route
+from quoter.serving.http.json_body import HeadCheck, UnambiguousBodies, json_body_route
 from quoter.serving.http.language_choice import LanguageChoiceError, choose_hosted_banks
 from quoter.serving.http.openapi_document import describe_hosting
 from quoter.serving.http.page_security import security_headers
@@ -65,7 +70,14 @@ from quoter.serving.http.schemas import (
     RecommendResponse,
 )
 from quoter.serving.http.server_limits import ServerLimits
-from quoter.serving.live.live_quotes import QuoteConflictError, ScoredQuote, StoreUnavailableError, UnknownQuoteError
+from quoter.serving.live.live_quotes import (
+    OutcomeUnknownError,
+    QuoteConflictError,
+    ScoredQuote,
+    StoreBusyError,
+    StoreUnavailableError,
+    UnknownQuoteError,
+)
 from quoter.serving.live.quote_store import (
     ChangeNotSavedError,
     FolderNotWritableError,
@@ -85,13 +97,55 @@ STORE_RETRY_AFTER_S = 10
 Location = tuple[str | int, ...]
 
 
+WRITES_CLOSED = "this server takes quote changes only with an API key when it listens beyond loopback, and it has none"
+
+
 @dataclass(frozen=True)
 class AppConfig:
-    """api_key: the key that adding and removing quotes needs; None leaves them open (a loopback server);
-    limits: what the server accepts."""
+    """api_key: the key that adding and removing quotes needs; keyless_writes: whether, without api_key, they
+    are taken from anyone who reaches the server (a loopback server: anyone on its machine) or refused (403,
+    a server that listens beyond loopback); limits: what the server accepts."""
 
     api_key: str | None = None
+    keyless_writes: bool = True
     limits: ServerLimits = field(default_factory=ServerLimits)
+
+
+# Asked for (and documented) only by the routes that need the key, when one is configured.
+API_KEY = APIKeyHeader(name=API_KEY_HEADER, auto_error=False, description="The server's API key.")
+
+
+class ApiKeyCheck(HeadCheck):
+    """The dependency of a route that needs the API key: 401 without it, 403 with another."""
+
+    def __init__(self, api_key: str) -> None:
+        self.api_key = api_key.encode()
+
+    def __call__(self, key: str | None = Security(API_KEY)) -> None:
+        self.check(key)
+
+    def check_head(self, headers: Headers) -> None:
+        self.check(headers.get(API_KEY_HEADER))
+
+    def check(self, key: str | None) -> None:
+        """Refuse a request that sent this key (None: none)."""
+        where = ("header", API_KEY_HEADER)
+        if key is None:
+            message = f"this needs the API key in the {API_KEY_HEADER} header"
+            raise ApiError(status.HTTP_401_UNAUTHORIZED, message, "api_key_missing", where)
+        # In constant time: how long a comparison takes must not tell how much of a guess was right.
+        if not secrets.compare_digest(key.encode(), self.api_key):
+            raise ApiError(status.HTTP_403_FORBIDDEN, "wrong API key", "api_key_wrong", where)
+
+
+class WritesClosed(HeadCheck):
+    """The dependency of a route that changes quotes on a server that takes no changes: 403, whatever is sent."""
+
+    def __call__(self) -> None:
+        raise ApiError(status.HTTP_403_FORBIDDEN, WRITES_CLOSED, "writes_closed")
+
+    def check_head(self, headers: Headers) -> None:
+        self()
 
 
 def _result(lang: Language, found: ScoredQuote) -> RecommendationOut:
@@ -135,13 +189,16 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
             await recommender.close()
 
     limits = config.limits
+    writes_closed = config.api_key is None and not config.keyless_writes
     app = FastAPI(
         title="Quoter",
         summary="Quote recommendation: the quotes that best fit a gap in your text.",
+        description=f"Adding and removing quotes is refused here: {WRITES_CLOSED}." if writes_closed else "",
         lifespan=lifespan,
     )
     app.router.route_class = json_body_route(limits.max_body_bytes, limits.body_timeout_s)
     app.add_middleware(AnsweredHosts, hosts=limits.allowed_hosts)
+    app.add_middleware(UnambiguousBodies)
     install_error_handlers(app)
     admission = ContextAdmission(limits.max_queued_contexts)
     if STATIC_FOLDER.is_dir():  # the demo page's folder; anything beside index.html is served under /static
@@ -166,8 +223,9 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
 
     # A change the quote store refused: the operator learns where and why, the client what it can do. Another
     # server's hold on the set is a conflict that no retry ends (409); a full disk is freed in time, and a shared
-    # database that went away comes back (503 with Retry-After); a folder that cannot be written, or a cause not
-    # known, waits for the operator (503).
+    # database that went away or hangs comes back (503 with Retry-After, also when a change's commit was cut off
+    # and its outcome is unknown); a folder that cannot be written, or a cause not known, waits for the operator
+    # (503).
     refused_changes = {
         ChangeNotSavedError: operator_error(
             status.HTTP_503_SERVICE_UNAVAILABLE,
@@ -191,6 +249,20 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
             "the quote database cannot be reached, so the change was not made; recommendations go on from the quotes "
             "loaded, retry the change later",
             "store_unavailable",
+            {"Retry-After": str(STORE_RETRY_AFTER_S)},
+        ),
+        StoreBusyError: operator_error(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            "the change before this one still waits for the quote store, so this one was not made; recommendations go "
+            "on from the quotes loaded, retry the change later",
+            "store_busy",
+            {"Retry-After": str(STORE_RETRY_AFTER_S)},
+        ),
+        OutcomeUnknownError: operator_error(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            "the connection to the quote database was lost as the change was committed: it may have been made or not; "
+            "retrying the same request is safe (an add already made answers its id, a removal already made 404)",
+            "outcome_unknown",
             {"Retry-After": str(STORE_RETRY_AFTER_S)},
         ),
         SetLockedError: operator_error(
@@ -218,22 +290,13 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
         loc = ("body",) if error.field is None else ("body", error.field)
         return error_response(status.HTTP_422_UNPROCESSABLE_CONTENT, error.message, "invalid", loc)
 
-    # The key is asked for (and documented) only when one is configured. key_header is a local, which a
-    # string annotation cannot name: hence a default, not Annotated.
-    key_header = APIKeyHeader(name=API_KEY_HEADER, auto_error=False, description="The server's API key.")
-
-    def check_api_key(key: str | None = Security(key_header)) -> None:
-        assert config.api_key is not None
-        where = ("header", API_KEY_HEADER)
-        if key is None:
-            message = f"this needs the API key in the {API_KEY_HEADER} header"
-            raise ApiError(status.HTTP_401_UNAUTHORIZED, message, "api_key_missing", where)
-        if not secrets.compare_digest(key.encode(), config.api_key.encode()):
-            raise ApiError(status.HTTP_403_FORBIDDEN, "wrong API key", "api_key_wrong", where)
-
-    keyed = config.api_key is not None
-    writes_need = [Security(check_api_key)] if keyed else []
-    key_statuses = (401, 403) if keyed else ()
+    # What adding and removing quotes needs: the key, nothing (a loopback server without one), or what no
+    # request has (a server beyond loopback without one).
+    writes_need, key_statuses, meanings = [], (), {}
+    if config.api_key is not None:
+        writes_need, key_statuses = [Security(ApiKeyCheck(config.api_key))], (401, 403)
+    elif writes_closed:
+        writes_need, key_statuses, meanings = [Depends(WritesClosed())], (403,), {403: f"Refused: {WRITES_CLOSED}."}
 
     def choose(lang: Language | None, texts: list[str], loc: Location) -> tuple[tuple[Language, ...], bool]:
         """The banks of a request (see choose_hosted_banks); a 422 at `loc` when they cannot be chosen."""
@@ -291,6 +354,8 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
         page = DEMO_PAGE.read_text(encoding="utf-8")
         return HTMLResponse(page, headers=security_headers(page))
 
+    # Load balancers and uptime checks may ask with HEAD: GET's answer without its body (uvicorn drops it).
+    @app.api_route("/health", methods=["HEAD"], include_in_schema=False)
     @app.get("/health", responses=error_statuses(400))
     async def health() -> Health:
         """The hosted languages and their quote sets."""
@@ -351,7 +416,10 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
         "/quotes",
         dependencies=writes_need,
         status_code=status.HTTP_201_CREATED,
-        responses={**already_listed, **error_statuses(400, *key_statuses, 408, 409, 413, 415, 422, 503)},
+        responses={
+            **already_listed,
+            **error_statuses(400, *key_statuses, 408, 409, 413, 415, 422, 503, meanings=meanings),
+        },
     )
     def add_quote(body: QuoteIn, response: Response) -> QuoteChange:
         """List a quote (encoded now), with the usage examples it is used in when the bundle is hybrid (422
@@ -370,7 +438,7 @@ def create_app(recommenders: Sequence[Recommender], config: AppConfig = AppConfi
     @app.delete(
         "/quotes/{quote_id}",
         dependencies=writes_need,
-        responses=error_statuses(400, *key_statuses, 404, 409, 422, 503),
+        responses=error_statuses(400, *key_statuses, 404, 409, 422, 503, meanings=meanings),
     )
     def remove_quote(quote_id: int, lang: Language | None = None) -> QuoteChange:
         """Unlist a quote; it is never recommended again and its id is not reused."""

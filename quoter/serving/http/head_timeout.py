@@ -1,22 +1,34 @@
-"""A deadline for each request's head (its request line and headers), which uvicorn does not have: its h11
-protocol waits for the rest of a head as long as bytes keep coming, and for the first bytes of a new
-connection forever, so that clients sending a byte now and then hold connections open without limit.
+"""uvicorn's h11 protocol as the server runs it: with a deadline for each request's head (its request line and
+headers), and a request that h11 cannot read answered in the API's error shape.
 
-The body has its own deadline where it is read (json_body); an idle connection between requests has
-uvicorn's keep-alive timeout.
+uvicorn has no such deadline: its h11 protocol waits for the rest of a head as long as bytes keep coming, and
+for the first bytes of a new connection forever, so that clients sending a byte now and then hold connections
+open without limit. The body has its own deadline where it is read (json_body); an idle connection between
+requests has uvicorn's keep-alive timeout.
+
+A request h11 refuses (no Host header or two, a bad request line, header or Content-Length, a head too long)
+got uvicorn's 400 in plain text; it gets the 400 of every other error (api_errors), and the connection is
+closed, as uvicorn closes it.
 """
 
 from __future__ import annotations
 
 import asyncio
+from http import HTTPStatus
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from quoter.serving.http.api_errors import error_response
 
-class _HeadTimeoutProtocol(H11Protocol):
+# h11's own message may quote the request, which an error never repeats.
+UNREADABLE = "the request is not valid HTTP/1.1: its request line or headers are malformed, or too long"
+
+
+class _ServerProtocol(H11Protocol):
     """uvicorn's h11 protocol that closes a connection whose request head has not arrived `head_timeout_s`
-    seconds after the connection opened, or after the head's first byte on a reused connection."""
+    seconds after the connection opened, or after the head's first byte on a reused connection, and answers a
+    request it cannot read with the API's 400."""
 
     head_timeout_s: float
     _head_deadline: asyncio.TimerHandle | None = None
@@ -37,6 +49,17 @@ class _HeadTimeoutProtocol(H11Protocol):
         self._stop_head_deadline()
         super().connection_lost(exc)
 
+    def send_400_response(self, msg: str) -> None:
+        """Answer a request h11 cannot read (uvicorn calls this with its own text) and close the connection."""
+        bad = HTTPStatus.BAD_REQUEST
+        response = error_response(bad, UNREADABLE, "request_invalid")
+        head = h11.Response(
+            status_code=bad, headers=[*response.raw_headers, (b"connection", b"close")], reason=bad.phrase
+        )
+        for event in (head, h11.Data(data=response.body), h11.EndOfMessage()):
+            self.transport.write(self.conn.send(event))
+        self.transport.close()
+
     def _start_head_deadline(self) -> None:
         self._head_deadline = self.loop.call_later(self.head_timeout_s, self._head_late)
 
@@ -51,7 +74,8 @@ class _HeadTimeoutProtocol(H11Protocol):
             self.transport.close()
 
 
-def head_timeout_protocol(head_timeout_s: float) -> type[H11Protocol]:
+def server_protocol(head_timeout_s: float) -> type[H11Protocol]:
     """The HTTP protocol class for uvicorn.run's `http`: uvicorn's h11 protocol, closing a connection whose
-    request head takes longer than `head_timeout_s` seconds to arrive."""
-    return type("HeadTimeoutH11Protocol", (_HeadTimeoutProtocol,), {"head_timeout_s": head_timeout_s})
+    request head takes longer than `head_timeout_s` seconds to arrive, and answering a request it cannot read
+    in the API's error shape."""
+    return type("QuoterH11Protocol", (_ServerProtocol,), {"head_timeout_s": head_timeout_s})

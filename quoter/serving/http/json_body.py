@@ -1,21 +1,25 @@
 """Request bodies read as JSON, with errors that say what is wrong: a body that is too large (413), not JSON
 by its Content-Type (415), not UTF-8, not valid JSON, or nested too deeply to read (400), slower to arrive
-than the server waits (408, and the connection is closed), or with an integer too long to read (422 naming
-the field)."""
+than the server waits (408, and the connection is closed), with an integer too long to read (422 naming
+the field), or whose length the head gives twice, by Transfer-Encoding and Content-Length (400, and the
+connection is closed). A route's checks of the head alone (HeadCheck: the API key) come before any of these."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sys
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from quoter.serving.http.api_errors import ApiError
+from quoter.serving.http.api_errors import ApiError, error_response
 from quoter.text_lines import OverlongInteger, read_integer
 
 BODY = ("body",)
@@ -33,6 +37,41 @@ def is_json_media_type(content_type: str | None) -> bool:
     """Whether a Content-Type header names JSON: application/json or application/...+json."""
     media_type = (content_type or "").partition(";")[0].strip().lower()
     return media_type == "application/json" or (media_type.startswith("application/") and media_type.endswith("+json"))
+
+
+class HeadCheck(ABC):
+    """A route dependency that the request's headers alone decide (given in `dependencies=`). FastAPI reads and
+    parses a body before it solves a route's dependencies; a JSON body route runs its head checks first, so that
+    e.g. a write without its API key gets 401 whatever its body, not 413, 415 or 400. FastAPI still runs the
+    dependency in its turn (which documents it in the OpenAPI document)."""
+
+    @abstractmethod
+    def check_head(self, headers: Headers) -> None:
+        """Raise the request's error (an ApiError) when its headers fail the check."""
+
+
+class UnambiguousBodies:
+    """ASGI middleware: a request whose head gives its body's length two ways, by Transfer-Encoding and by
+    Content-Length, gets 400 and the connection is closed, as RFC 9112 (6.3) asks: a proxy in front may have
+    read the body by the other header, and taken what is left of it for another request (request smuggling)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = Headers(scope=scope)
+            if "transfer-encoding" in headers and "content-length" in headers:
+                refused = error_response(
+                    status.HTTP_400_BAD_REQUEST,
+                    "the request gives its body's length twice, by Transfer-Encoding and Content-Length; give one",
+                    "body_length_ambiguous",
+                    ("header", "content-length"),
+                    {"Connection": "close"},  # the body is left unread: the connection can carry nothing more
+                )
+                await refused(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class JSONBodyRequest(Request):
@@ -101,10 +140,13 @@ def json_body_route(max_body_bytes: int, body_timeout_s: float) -> type[APIRoute
         def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
             handler = super().get_route_handler()
             takes_body = self.body_field is not None
+            head_checks = [d.dependency for d in self.dependencies if isinstance(d.dependency, HeadCheck)]
 
             async def handle(request: Request) -> Response:
                 if not takes_body:
                     return await handler(request)
+                for check in head_checks:
+                    check.check_head(request.headers)
                 if not is_json_media_type(request.headers.get("content-type")):
                     detail = "the body must be JSON, sent with the header Content-Type: application/json"
                     loc = ("header", "content-type")

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, model_validator
+from pydantic_core import PydanticCustomError
 
 from quoter.languages import Language
-from quoter.quote_record import VISIBLE_TEXT_PATTERN
+from quoter.quote_record import VISIBLE_TEXT_PATTERN, has_visible_text
+from quoter.text_safety import MULTILINE_CHARACTER, ONE_LINE_CHARACTER, text_problem, unsafe_text
 
 MAX_CONTEXT_CHARS = 2000  # per side; the encoder keeps at most 128 tokens next to the gap anyway
 MAX_K = 100
@@ -34,14 +36,86 @@ def _whole_number(value: Any) -> Any:
 Text = Annotated[str, Strict()]
 Count = Annotated[int, Strict(), BeforeValidator(_whole_number)]
 
+# What every text field refuses (quoter.text_safety), said in its description, and as JSON Schema patterns:
+# a text of several lines, and a one-line text that must show something (or may also be empty).
+ONE_LINE_RULE = (
+    "It is one line: control characters (tab, line breaks, the ESC of ANSI escape sequences), bidirectional "
+    "embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) and tag characters (U+E0000-U+E007F) are "
+    "refused."
+)
+MULTILINE_RULE = (
+    "It may hold tabs and line breaks (line feed, carriage return); other control characters (the ESC of ANSI "
+    "escape sequences), bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) and tag "
+    "characters (U+E0000-U+E007F) are refused."
+)
+MULTILINE_PATTERN = f"^{MULTILINE_CHARACTER}*$"
+VISIBLE_LINE_PATTERN = f"^{ONE_LINE_CHARACTER}*{VISIBLE_TEXT_PATTERN}{ONE_LINE_CHARACTER}*$"
+OPTIONAL_LINE_PATTERN = f"^(?:{ONE_LINE_CHARACTER}*{VISIBLE_TEXT_PATTERN}{ONE_LINE_CHARACTER}*)?$"
+# Neither left nor right of a context shows anything: there is nothing to recommend for.
+NO_CONTEXT = "there is no text around the gap: left or right needs a letter, number, punctuation mark or symbol"
+
+
+def _checked_line(field: str, optional: bool = False) -> AfterValidator:
+    """The validator of a one-line text field: a 422 with text_problem's message (which does not repeat it)."""
+
+    def check(value: str) -> str:
+        problem = text_problem(value, field, optional=optional)
+        if problem is not None:
+            raise PydanticCustomError("invalid_text", problem)
+        return value
+
+    return AfterValidator(check)
+
+
+def _safe_lines(value: str) -> str:
+    """A side of a context, refused for a character no text may hold; whether the context as a whole shows
+    something is its model's to check."""
+    problem = unsafe_text(value, multiline=True)
+    if problem is not None:
+        raise PydanticCustomError("invalid_text", problem)
+    return value
+
+
+ContextText = Annotated[Text, AfterValidator(_safe_lines)]
+
+
+def _context_side(description: str, default: Any = ...) -> Any:
+    """The field of a side of a context or usage example (`...`: required): text of several lines, at most
+    MAX_CONTEXT_CHARS characters, that holds no character MULTILINE_RULE refuses."""
+    return Field(
+        default,
+        max_length=MAX_CONTEXT_CHARS,
+        description=f"{description} {MULTILINE_RULE}",
+        json_schema_extra={"pattern": MULTILINE_PATTERN},
+    )
+
+
+# Left or right shows something: a letter, number, punctuation mark or symbol.
+SHOWING_SIDE = [
+    {"required": [side], "properties": {side: {"pattern": VISIBLE_TEXT_PATTERN}}} for side in ("left", "right")
+]
+
 
 class RecommendRequest(BaseModel):
-    """A context: the text before the gap and after it (empty or left out for autocomplete)."""
+    """A context: the text before the gap and after it (empty or left out for autocomplete). Left or right must
+    show something, a letter, number, punctuation mark or symbol: a context of white space, control, zero-width
+    or combining characters alone is refused."""
 
-    left: Text = Field(max_length=MAX_CONTEXT_CHARS, description="Text before the gap.")
-    right: Text = Field("", max_length=MAX_CONTEXT_CHARS, description="Text after the gap; empty for left-only.")
+    # In allOf: the OpenAPI document of a server hosting several languages gives the model an anyOf of its own
+    # (openapi_document: lang, or a letter of a hosted script).
+    model_config = ConfigDict(json_schema_extra={"allOf": [{"anyOf": SHOWING_SIDE}]})
+
+    left: ContextText = _context_side("Text before the gap.")
+    right: ContextText = _context_side("Text after the gap; empty for left-only.", "")
     lang: Language | None = Field(None, description="Bundle language; guessed from the text when left out.")
     k: Count = Field(10, ge=1, le=MAX_K, description="How many quotes to return.")
+
+    @model_validator(mode="after")
+    def _around_the_gap(self) -> RecommendRequest:
+        """Refuse a context that shows nothing (422 at the request: the body, or its number in a batch)."""
+        if not (has_visible_text(self.left) or has_visible_text(self.right)):
+            raise PydanticCustomError("no_context", NO_CONTEXT)
+        return self
 
 
 class RecommendBatchRequest(BaseModel):
@@ -92,37 +166,36 @@ class RecommendBatchResponse(BaseModel):
 class UsageExample(BaseModel):
     """A context in which the quote is used: it stands in the gap between left and right."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "anyOf": [
-                {"required": ["left"], "properties": {"left": {"pattern": VISIBLE_TEXT_PATTERN}}},
-                {"required": ["right"], "properties": {"right": {"pattern": VISIBLE_TEXT_PATTERN}}},
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"anyOf": SHOWING_SIDE})
 
-    left: Text = Field(
-        "",
-        max_length=MAX_CONTEXT_CHARS,
-        description="Text before the quote. Left or right must show something: a letter, number, punctuation mark "
-        "or symbol.",
+    left: ContextText = _context_side(
+        "Text before the quote. Left or right must show something: a letter, number, punctuation mark or symbol.", ""
     )
-    right: Text = Field("", max_length=MAX_CONTEXT_CHARS, description="Text after the quote.")
+    right: ContextText = _context_side("Text after the quote.", "")
 
 
 class QuoteIn(BaseModel):
     """A quote to list."""
 
-    quote: Text = Field(
+    quote: Annotated[Text, _checked_line("quote")] = Field(
         min_length=1,
         max_length=MAX_QUOTE_CHARS,
         description="The quote: it must show something, a letter, number, punctuation mark or symbol; white space, "
-        "control, zero-width and combining characters alone are refused.",
-        json_schema_extra={"pattern": VISIBLE_TEXT_PATTERN},
+        f"control, zero-width and combining characters alone are refused. {ONE_LINE_RULE}",
+        json_schema_extra={"pattern": VISIBLE_LINE_PATTERN},
     )
-    source: Text = Field("", max_length=MAX_SOURCE_CHARS)
-    gloss: Text = Field(
-        "", max_length=MAX_SOURCE_CHARS, description="What the quote means; read with it when the bundle reads glosses."
+    source: Annotated[Text, _checked_line("source", optional=True)] = Field(
+        "",
+        max_length=MAX_SOURCE_CHARS,
+        description=f"Who said or wrote it, where; empty, or showing something as the quote must. {ONE_LINE_RULE}",
+        json_schema_extra={"pattern": OPTIONAL_LINE_PATTERN},
+    )
+    gloss: Annotated[Text, _checked_line("gloss", optional=True)] = Field(
+        "",
+        max_length=MAX_SOURCE_CHARS,
+        description="What the quote means; read with it when the bundle reads glosses. Empty, or showing something "
+        f"as the quote must. {ONE_LINE_RULE}",
+        json_schema_extra={"pattern": OPTIONAL_LINE_PATTERN},
     )
     lang: Language | None = Field(None, description="Required when several bundles are hosted.")
     examples: list[UsageExample] = Field(

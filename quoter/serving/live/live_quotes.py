@@ -12,6 +12,11 @@ the set keeps them, saved with the quote, for CRM and knn (live_fusion).
 Where the changes are saved is a ChangeStore: a folder (quote_store.QuoteStore), or a PostgreSQL database that
 several processes share (postgres_store.PostgresStore), whose changes made by the others come in through
 `catch_up`.
+
+Two locks keep readers from waiting on a store: changes (this process's, and those `catch_up` brings in) take
+turns under the change lock, which is held across the store's round trips, and the set in memory is read and
+changed under the read lock, which is held only for work in memory. A change that cannot have the change lock
+within CHANGE_WAIT_S (the one before it waits on a store that hangs) is refused with StoreBusyError.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -45,8 +51,12 @@ from quoter.serving.live.quote_store import (
     StoreOrigin,
     UsageExamples,
 )
+from quoter.text_safety import check_quote_input
 
 LIVE_FOLDER = "quote_index"
+# How long a change waits for the one before it: longer than a healthy store takes for a change, shorter than a
+# client waits for an answer.
+CHANGE_WAIT_S = 10.0
 
 
 class UnknownQuoteError(QuoterError):
@@ -72,6 +82,15 @@ class StoreUnavailableError(ChangeNotSavedError):
     """The database the set is shared in cannot be reached: the change was not saved, so it was not made."""
 
 
+class OutcomeUnknownError(ChangeNotSavedError):
+    """The connection to the shared database was lost while the change was committed, and the database could not
+    be asked whether it was: the change may have been made or not. Retrying the same change is safe."""
+
+
+class StoreBusyError(ChangeNotSavedError):
+    """The change before this one still waits for the store (one that hangs), so this one was not made."""
+
+
 class ListedElsewhereError(QuoterError):
     """Another process listed the quote's text meanwhile: the add was not saved, and the set has caught up."""
 
@@ -88,7 +107,15 @@ class QuoteChange:
 
 
 class ChangeStore(Protocol):
-    """Where a live set saves each change before making it; no id is ever given twice."""
+    """Where a live set saves each change before making it; no id is ever given twice. A `shared` store is
+    changed by other processes too: it, not the set in memory, knows which quotes are listed."""
+
+    shared: bool
+
+    def hold(self) -> None:
+        """Become the one process that changes the set, now rather than at the first change: a store that another
+        process holds raises SetLockedError, one that cannot be written FolderNotWritableError."""
+        ...
 
     def add_new(self, record: QuoteRecord, vector: np.ndarray, examples: UsageExamples | None = None) -> int:
         """Save an added quote (vector (dim,)) with the usage examples it was added with, under an id never given
@@ -96,7 +123,7 @@ class ChangeStore(Protocol):
         ...
 
     def remove(self, quote_id: int) -> None:
-        """Save a removal."""
+        """Save a removal; a shared store raises UnknownQuoteError for a quote it does not list."""
         ...
 
     def close(self) -> None:
@@ -181,7 +208,8 @@ class LiveQuotes:
         self._index = index
         self._encoder = encoder
         self._store = store
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the set in memory; never held across a store's round trip
+        self._changing = threading.RLock()  # one change at a time, held across the store's round trips
         self._version = 0  # counts changes, so that what is derived from the set knows when to rebuild
 
     @classmethod
@@ -270,15 +298,10 @@ class LiveQuotes:
         """List a quote with the usage examples it is used in (contexts whose gap it fills; learned from by
         the set's UsageLearning); return its id and whether it is new. A text already listed keeps its id, and
         the add is refused (QuoteConflictError) if it gives that quote another source, gloss or examples; a
-        text that shows nothing (see has_visible_text), an example that shows nothing on either side, and
-        examples where the set does not learn from them are refused."""
+        text, source, gloss or example that quoter.text_safety refuses, an example that shows nothing on either
+        side, and examples where the set does not learn from them are refused."""
+        check_quote_input(record, examples)
         record = QuoteRecord(quote_key(record.text), record.source.strip(), record.gloss.strip())
-        if not has_visible_text(record.text):
-            raise InputError(
-                "the quote has no letter, number, punctuation or symbol: only white space, control, zero-width or "
-                "combining characters",
-                field="quote",
-            )
         self._check_examples(examples)
         with self._lock:
             known = self._listed(record, examples)
@@ -289,8 +312,9 @@ class LiveQuotes:
         learned = None
         if examples and self._usage is not None:
             vector, learned = self._usage.learn(vector, examples)
-        with self._lock:
-            known = self._listed(record, examples)
+        with self._change():
+            with self._lock:
+                known = self._listed(record, examples)
             if known is not None:
                 return known, False
             # Saved first: a change that could not be saved is not made.
@@ -298,15 +322,36 @@ class LiveQuotes:
                 quote_id = self._save_added(record, vector[0], learned)
             except ListedElsewhereError:
                 # The set has caught up with the add that listed the text, and no change came after it.
-                known = self._listed(record, examples)
+                with self._lock:
+                    known = self._listed(record, examples)
                 if known is None:
                     raise
                 return known, False
-            self._list(quote_id, record, vector, learned)
+            with self._lock:
+                self._list(quote_id, record, vector, learned)
         return quote_id, True
 
+    @contextmanager
+    def _change(self) -> Iterator[None]:
+        """Hold the change lock, or refuse the change with StoreBusyError after CHANGE_WAIT_S."""
+        if not self._changing.acquire(timeout=CHANGE_WAIT_S):
+            raise StoreBusyError(
+                f"the change before this one has waited for the quote store for {CHANGE_WAIT_S:g} s, so this one "
+                "was not made"
+            )
+        try:
+            yield
+        finally:
+            self._changing.release()
+
+    def hold(self) -> None:
+        """Become the one process that changes the set's store now (see ChangeStore.hold); nothing to hold for a
+        set kept in memory."""
+        if self._store is not None:
+            self._store.hold()
+
     def _save_added(self, record: QuoteRecord, vector: np.ndarray, examples: UsageExamples | None) -> int:
-        """The id of a quote added now, saved to the store if there is one. Called under the lock."""
+        """The id of a quote added now, saved to the store if there is one. Called under the change lock."""
         if self._store is not None:
             return self._store.add_new(record, vector, examples)
         quote_id = self._next_id
@@ -314,7 +359,7 @@ class LiveQuotes:
         return quote_id
 
     def _list(self, quote_id: int, record: QuoteRecord, vector: np.ndarray, examples: UsageExamples | None) -> None:
-        """Make an add in memory (vector (1, dim)). Called under the lock."""
+        """Make an add in memory (vector (1, dim)). Called under the read lock."""
         self._index.add(np.array([quote_id]), vector)
         self._records[quote_id] = record
         self._by_text[record.text] = quote_id
@@ -340,7 +385,7 @@ class LiveQuotes:
     def _listed(self, record: QuoteRecord, examples: Sequence[Query]) -> int | None:
         """The id of the listed quote with the record's text, if any; a QuoteConflictError if the record gives
         it another source or gloss (an empty one gives none) or the add other examples (none give none).
-        Called under the lock."""
+        Called under the read lock."""
         quote_id = self.id_of(record.text)
         if quote_id is None:
             return None
@@ -353,16 +398,20 @@ class LiveQuotes:
         return quote_id
 
     def remove(self, quote_id: int) -> QuoteRecord:
-        """Unlist a quote by id; return it."""
-        with self._lock:
-            record = self.get(quote_id)
+        """Unlist a quote by id; return it. A shared store is asked whether the quote is listed, rather than the
+        set in memory, which may not have caught up with its add yet (the store's removal brings it in)."""
+        with self._change():
+            if self._store is None or not self._store.shared:
+                self.get(quote_id)
             if self._store is not None:
                 self._store.remove(quote_id)
-            self._unlist(quote_id)
+            with self._lock:
+                record = self.get(quote_id)
+                self._unlist(quote_id)
         return record
 
     def _unlist(self, quote_id: int) -> None:
-        """Make a removal in memory. Called under the lock."""
+        """Make a removal in memory. Called under the read lock."""
         self._index.remove(np.array([quote_id]))
         record = self._records.pop(quote_id)
         del self._by_text[quote_key(record.text)]
@@ -372,15 +421,17 @@ class LiveQuotes:
 
     def catch_up(self, changes: Callable[[], Iterable[QuoteChange]]) -> None:
         """Make the changes that other processes saved to a shared store, in the order they were saved, without
-        saving them again. `changes` reads them under the set's lock, so that reading and making them is one
-        step between this process's own changes."""
-        with self._lock:
-            for change in changes():
-                if change.record is None:
-                    self._unlist(change.quote_id)
-                else:
-                    assert change.vector is not None
-                    self._list(change.quote_id, change.record, change.vector[None], change.examples)
+        saving them again. `changes` reads them under the change lock, so that reading and making them is one
+        step between this process's own changes, and outside the read lock, so that searches go on meanwhile."""
+        with self._changing:
+            made = list(changes())
+            with self._lock:
+                for change in made:
+                    if change.record is None:
+                        self._unlist(change.quote_id)
+                    else:
+                        assert change.vector is not None
+                        self._list(change.quote_id, change.record, change.vector[None], change.examples)
 
     def close(self) -> None:
         """Let go of what the store holds: its lock or connections (a later change takes them again), and stop

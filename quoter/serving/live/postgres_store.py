@@ -24,14 +24,30 @@ when notified, and again after every reconnect. While the database cannot be rea
 (StoreUnavailableError) and recommendations go on from memory; the follower retries with backoff and catches
 up when the database is back. Messages and logs name the set, database, host and port, never the URL, which
 may hold a password.
+
+Every wait on the database is bounded, by STORE_WAIT_S for a whole change (connecting, its statements, the
+commit) and for each catch-up: a database whose processes hang (stopped, swapping) answers nothing, and neither
+TCP keepalives (the kernel still acknowledges) nor statement_timeout (the server runs no timer) end that wait,
+so a watchdog shuts the connection's socket down when the time is up. No wait happens under the in-memory
+set's read lock (see LiveQuotes), so recommendations and listings answer from memory meanwhile.
+
+A connection lost while COMMIT was on its way leaves the change's fate unknown to this process: it connects
+again and looks whether the change was logged at its version. Made, the change is acknowledged as usual; not
+made, it is refused as any lost change is; and when the database cannot say, the error is OutcomeUnknownError.
+Retrying the same change is safe then: an add of a text that was listed meanwhile returns its id, and a
+removal of a quote already removed says it is not listed.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -47,6 +63,7 @@ from quoter.serving.live.index_config import IndexConfig
 from quoter.serving.live.live_quotes import (
     ListedElsewhereError,
     LiveQuotes,
+    OutcomeUnknownError,
     QuoteChange,
     StoreUnavailableError,
     UnknownQuoteError,
@@ -58,9 +75,13 @@ SCHEMA_VERSION = 1
 CHANNEL = "quoter_changes"
 # Taken while the tables are made and a set is seeded, so that processes starting at once do both once.
 SETUP_LOCK = 0x71756F746572  # "quoter"
-# What bounds a wait on a database that went away without a word: a change waits under the set's lock.
+# How long a change (connecting, its statements and its commit), a catch-up, or finding out whether a change
+# whose commit was cut off was made, may wait for the database: a few times what a healthy one takes under load.
+STORE_WAIT_S = 5.0
+# What ends a wait on a database that went away without a word (a lost network, a closed server); one that hangs
+# is ended by the watchdog of `bounded`.
 CONNECTION = {
-    "connect_timeout": 5,
+    "connect_timeout": int(STORE_WAIT_S),
     "keepalives": 1,
     "keepalives_idle": 10,
     "keepalives_interval": 5,
@@ -112,7 +133,12 @@ SELECT c.version, c.quote_id, q.quote, q.source, q.gloss, q.vector, q.examples
 FROM quoter_changes c LEFT JOIN quoter_quotes q ON c.kind = 'add' AND q.set_name = c.set_name AND q.id = c.quote_id
 WHERE c.set_name = %s AND c.version > %s ORDER BY c.version
 """
-T = TypeVar("T")
+# What the change log holds at a version: the change's kind, its quote and an added quote's text.
+LOGGED_AT = """
+SELECT c.kind, c.quote_id, q.quote
+FROM quoter_changes c LEFT JOIN quoter_quotes q ON c.kind = 'add' AND q.set_name = c.set_name AND q.id = c.quote_id
+WHERE c.set_name = %s AND c.version = %s
+"""
 log = logging.getLogger(__name__)
 
 
@@ -132,6 +158,40 @@ def reason(error: psycopg.Error) -> str:
     """The first line of a database error: what failed, naming at most a host and port."""
     lines = str(error).strip().splitlines()
     return lines[0] if lines else type(error).__name__
+
+
+@contextmanager
+def bounded(connection: psycopg.Connection[Any], seconds: float) -> Iterator[None]:
+    """Shut the connection's socket down if the block takes longer than `seconds`, so that a wait on a database
+    that hangs ends in an OperationalError. A connection the watchdog cut is closed when the block ends, even
+    one that finished just in time: the next use makes another."""
+    fd = connection.fileno()
+    fired = threading.Event()
+
+    def cut() -> None:
+        fired.set()
+        _shut_down(fd)
+
+    watchdog = threading.Timer(seconds, cut)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        yield
+    finally:
+        watchdog.cancel()
+        watchdog.join()  # a cut under way ends before the connection is used again
+        if fired.is_set():
+            connection.close()
+
+
+def _shut_down(fd: int) -> None:
+    """Shut the socket `fd` down both ways: whoever waits on it wakes to a closed connection. A copy of the
+    descriptor is shut down, so that the connection's own is closed by its owner alone."""
+    try:
+        with socket.socket(fileno=os.dup(fd)) as copy:
+            copy.shutdown(socket.SHUT_RDWR)
+    except OSError:  # closed meanwhile: nothing waits on it
+        pass
 
 
 def examples_json(examples: UsageExamples | None) -> Jsonb | None:
@@ -164,15 +224,31 @@ def quote_change(row: tuple[Any, ...]) -> QuoteChange:
     )
 
 
+@dataclass(frozen=True)
+class LoggedChange:
+    """A change as the change log holds it: its version of the set, its kind ('add' or 'remove'), its quote, and an
+    added quote's text (which tells this process's add from another's that took the same version and id after it
+    was rolled back)."""
+
+    version: int
+    kind: str
+    quote_id: int
+    text: str | None = None
+
+
 class PostgresStore:
     """The changes of one live quote set in PostgreSQL (see the module's docstring); open it with
     `PostgresStore.open`, and let it `follow` the LiveQuotes made from what that read."""
+
+    # Other processes change the set too: only the database knows whether a quote is listed.
+    shared = True
 
     def __init__(self, url: str, name: str, version: int) -> None:
         self._url = url
         self._name = name
         self._where = describe(url, name)
-        # The last change the set in memory has; read and set under the LiveQuotes' lock.
+        # The last change the set in memory has; read and set by the one change or catch-up under way (the
+        # LiveQuotes' change lock).
         self._version = version
         self._connection: psycopg.Connection[Any] | None = None  # the changes', made again after it is lost
         # Set by the follower when it loses the database: the changes' connection is then lost too, unnoticed
@@ -206,12 +282,15 @@ class PostgresStore:
         self._follower = threading.Thread(target=self._follow, name=f"follow {self._name}", daemon=True)
         self._follower.start()
 
+    def hold(self) -> None:
+        """Nothing to hold: every process that serves the set may change it."""
+
     def add_new(self, record: QuoteRecord, vector: np.ndarray, examples: UsageExamples | None = None) -> int:
         """Save an added quote under the set's next id and return the id, once committed; a text another process
         listed meanwhile is a ListedElsewhereError (the set has caught up with it by then). Called under the
-        LiveQuotes' lock."""
+        LiveQuotes' change lock."""
 
-        def add(connection: psycopg.Connection[Any]) -> tuple[int, int]:
+        def add(connection: psycopg.Connection[Any]) -> LoggedChange:
             row = connection.execute(
                 "UPDATE quoter_sets SET next_id = next_id + 1, version = version + 1 WHERE name = %s "
                 "RETURNING next_id - 1, version",
@@ -223,20 +302,22 @@ class PostgresStore:
             values = [self._name, quote_id, record.text, record.source, record.gloss]
             connection.execute(INSERT_QUOTE, [*values, _vector_bytes(vector), examples_json(examples)])
             self._log_change(connection, version, "add", quote_id)
-            return quote_id, version
+            return LoggedChange(version, "add", quote_id, record.text)
 
         try:
-            quote_id, self._version = self._change(add)
+            made = self._change(add)
         except psycopg.errors.UniqueViolation:
             # Listed by a change the catch-up brought in: the writers of a set wait for each other.
             raise ListedElsewhereError("another process listed this text meanwhile") from None
-        return quote_id
+        self._version = made.version
+        return made.quote_id
 
     def remove(self, quote_id: int) -> None:
-        """Save a removal, once committed; a quote another process removed meanwhile is an UnknownQuoteError (the
-        set has caught up with it by then). Called under the LiveQuotes' lock."""
+        """Save a removal, once committed; a quote not listed in the database (removed by another process, or
+        never added) is an UnknownQuoteError, and one another process added is removed, the set in memory having
+        caught up with it. Called under the LiveQuotes' change lock."""
 
-        def remove(connection: psycopg.Connection[Any]) -> int:
+        def remove(connection: psycopg.Connection[Any]) -> LoggedChange:
             row = connection.execute(
                 "UPDATE quoter_sets SET version = version + 1 WHERE name = %s RETURNING version", [self._name]
             ).fetchone()
@@ -246,12 +327,12 @@ class PostgresStore:
                 "UPDATE quoter_quotes SET listed = false WHERE set_name = %s AND id = %s AND listed",
                 [self._name, quote_id],
             ).rowcount
-            if not removed:  # by a change the catch-up brought in; the transaction is rolled back
+            if not removed:  # the transaction is rolled back
                 raise UnknownQuoteError("no quote has this id")
             self._log_change(connection, row[0], "remove", quote_id)
-            return row[0]
+            return LoggedChange(row[0], "remove", quote_id)
 
-        self._version = self._change(remove)
+        self._version = self._change(remove).version
 
     def close(self) -> None:
         """Stop following and close the connection; a later change connects again."""
@@ -260,20 +341,45 @@ class PostgresStore:
             self._follower.join()
         self._drop_connection()
 
-    def _change(self, change: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """What `change` returns, run in one transaction; a lost database is a StoreUnavailableError."""
+    def _change(self, change: Callable[[psycopg.Connection[Any]], LoggedChange]) -> LoggedChange:
+        """The change `change` makes and logs, run in one transaction. A database that cannot be reached, or
+        that hangs past STORE_WAIT_S, is a StoreUnavailableError; a connection lost during the commit, one too,
+        unless the change turns out to be made (see the module's docstring)."""
+        committing: LoggedChange | None = None
         try:
-            if self._connection is None or self._connection.closed or self._connection_lost:
-                self._drop_connection()
-                self._connection_lost = False
-                self._connection = psycopg.connect(self._url, **CONNECTION)
-            with self._connection.transaction():
-                return change(self._connection)
+            connection = self._connected()
+            with bounded(connection, STORE_WAIT_S), connection.transaction():
+                committing = change(connection)
+            return committing
         except psycopg.OperationalError as error:
             self._drop_connection()
+            if committing is not None and self._was_made(committing):
+                return committing
             raise StoreUnavailableError(
                 f"{self._where}: the database cannot be reached, so the change was not saved ({reason(error)})"
             ) from None
+
+    def _connected(self) -> psycopg.Connection[Any]:
+        """The changes' connection, made again when it was lost."""
+        if self._connection is None or self._connection.closed or self._connection_lost:
+            self._drop_connection()
+            self._connection_lost = False
+            self._connection = psycopg.connect(self._url, **CONNECTION)
+        return self._connection
+
+    def _was_made(self, change: LoggedChange) -> bool:
+        """Whether a change whose commit was cut off was made, asked over a new connection; an
+        OutcomeUnknownError when the database cannot say within STORE_WAIT_S."""
+        try:
+            with psycopg.connect(self._url, autocommit=True, **CONNECTION) as connection:
+                with bounded(connection, STORE_WAIT_S):
+                    row = connection.execute(LOGGED_AT, [self._name, change.version]).fetchone()
+        except psycopg.OperationalError as error:
+            raise OutcomeUnknownError(
+                f"{self._where}: the connection was lost while the change was committed, and the database cannot "
+                f"be asked whether it was made ({reason(error)})"
+            ) from None
+        return row is not None and LoggedChange(change.version, *row) == change
 
     def _drop_connection(self) -> None:
         if self._connection is not None:
@@ -304,8 +410,9 @@ class PostgresStore:
         while not self._stop.is_set():
             try:
                 with psycopg.connect(self._url, autocommit=True, **CONNECTION) as connection:
-                    connection.execute(f"LISTEN {CHANNEL}")
-                    self._catch_up(connection)  # what changed while this process was not listening
+                    with bounded(connection, STORE_WAIT_S):
+                        connection.execute(f"LISTEN {CHANNEL}")
+                        self._catch_up(connection)  # what changed while this process was not listening
                     if lost:
                         log.warning("%s: the database is back; changes made meanwhile are caught up", self._where)
                     lost, delay = False, FIRST_RETRY_S
@@ -313,7 +420,8 @@ class PostgresStore:
                         # Read whole: the generator holds the connection until it ends.
                         heard = list(connection.notifies(timeout=FOLLOW_WAKE_S, stop_after=1))
                         if any(notice.payload == self._name for notice in heard):
-                            self._catch_up(connection)
+                            with bounded(connection, STORE_WAIT_S):
+                                self._catch_up(connection)
             except psycopg.Error as error:
                 self._connection_lost = True
                 if not lost:

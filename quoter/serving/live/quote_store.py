@@ -28,9 +28,9 @@ The changes only mean something over the base set they were made to (its ids, it
 change records that base's origin, and a store opened over another base (a newer built-in bank, another
 model, another bundle given the same state folder) is refused rather than mixed with it.
 
-One process changes a set: its first change takes the lock and keeps it until the store is closed. A process
-whose copy of the set is out of date (another one changed it since it was read) is refused, so no id is ever
-given twice.
+One process changes a set: its first change takes the lock (a server takes it at its start: `hold`) and keeps
+it until the store is closed. A process whose copy of the set is out of date (another one changed it since it
+was read) is refused, so no id is ever given twice.
 """
 
 from __future__ import annotations
@@ -81,7 +81,11 @@ class NoSpaceError(ChangeNotSavedError):
 
 
 class SetLockedError(ChangeNotSavedError):
-    """Another process holds the lock: it changes the set, and only it may."""
+    """Another process holds the lock of the set saved in `folder`: it changes the set, and only it may."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        super().__init__(f"{folder}: another process is changing these quotes; stop it to change them here")
 
 
 class StaleCopyError(ChangeNotSavedError):
@@ -315,6 +319,9 @@ def _read_legacy(folder: Path) -> StoredQuotes | None:
 class QuoteStore:
     """The saved changes of one live quote set (see the module's docstring); open it with `QuoteStore.open`."""
 
+    # One process changes the set, so the set in memory knows which quotes are listed.
+    shared = False
+
     def __init__(
         self, folder: Path, generation: int, log_size: int, next_id: int, origin: StoreOrigin | None = None
     ) -> None:
@@ -372,6 +379,13 @@ class QuoteStore:
         """Save a removal; once this returns, it survives a crash."""
         self._append((json.dumps({"removed": quote_id}) + "\n").encode("utf-8"))
 
+    def hold(self) -> None:
+        """Take the lock now, which the first change would take: SetLockedError when another process holds it,
+        FolderNotWritableError when the folder cannot be written (the set is then served as it is). Only the lock
+        file is made: the set's origin is recorded by its first change."""
+        if self._lock_file is None:
+            self._lock_file = self._take_lock()
+
     def close(self) -> None:
         """Close the log and let go of the lock; a later change takes it again, unless another process changed
         the set meanwhile."""
@@ -398,16 +412,8 @@ class QuoteStore:
         """The log, open for writing under the lock, which this process keeps from its first change on."""
         if self._log_file is not None:
             return self._log_file
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            lock_file = (self.folder / LOCK_FILE).open("ab")
-        except OSError as error:
-            raise _not_saved(error, f"{self.folder}: cannot save quote changes here ({error.strerror})") from None
-        if not _try_lock(lock_file.fileno()):
-            lock_file.close()
-            raise SetLockedError(
-                f"{self.folder}: another process is changing these quotes; stop it to change them here"
-            )
+        lock_file = self._lock_file if self._lock_file is not None else self._take_lock()
+        self._lock_file = None  # kept again below, with the log
         log_path = self.folder / log_name(self._generation)
         if _snapshot_generation(self.folder) != self._generation or _has_more_changes(log_path, self._log_size):
             lock_file.close()
@@ -427,6 +433,18 @@ class QuoteStore:
         fsync_path(self.folder)
         self._lock_file = lock_file
         return self._log_file
+
+    def _take_lock(self) -> BinaryIO:
+        """The lock file, locked by this process; made with its folder if need be."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            lock_file = (self.folder / LOCK_FILE).open("ab")
+        except OSError as error:
+            raise _not_saved(error, f"{self.folder}: cannot save quote changes here ({error.strerror})") from None
+        if not _try_lock(lock_file.fileno()):
+            lock_file.close()
+            raise SetLockedError(self.folder)
+        return lock_file
 
 
 def _try_lock(fd: int) -> bool:
