@@ -22,9 +22,12 @@ prints MRR, R@1 and R@10 over the full quote set of:
 Where the set has a candidate file (zh-modern: candidates.jsonl), multiple-choice accuracy too.
 
 The bank sets (bank-en, bank-zh, bank-zh-classical) are the built-in banks measured on their held-back real
-usage examples (quote_bank/usage/), which nothing is fitted on; CRM reads the bank's fit examples (written,
-and the real ones not held back); `default` is the default server's ranking (quoter/default_bundles.py) and
-`default-dense` its dense score alone (quote vectors pulled towards their examples, nothing fused).
+usage examples (quote_bank/usage/), which nothing is fitted on: held back by source, whole books and records
+of the idiom dictionary (quoter/datasets/mining/usage_file.py), so no book lends lines to both sides; CRM reads
+the bank's fit examples (written, and the real ones not held back); `default` is the default server's ranking
+(quoter/default_bundles.py) and `default-dense` its dense score alone (quote vectors pulled towards their
+examples, nothing fused). Each bank set is measured with both sides of the gap and with its left side alone
+(autocomplete, "SET, left only"), and a last table gives the default's MRR over the plain baseline's.
 `--gap-markers` adds native with each gap marker (what stands in the gap of a mean-pooled context).
 
 Then the writer's check: hand-written contexts for quotes of the built-in bank (tests/data/writers_check/),
@@ -157,7 +160,8 @@ def bank_set(language: Language) -> QuoteDataset:
 
 
 def run_bank_set(name: str, methods: Sequence[str]) -> list[Row]:
-    """The bank methods on one bank's held-back real examples."""
+    """The bank methods on one bank's held-back real examples, with both sides of the gap and with its left
+    side alone."""
     language = BANK_SETS[name]
     dataset = bank_set(language)
     if not dataset.split("test"):
@@ -177,10 +181,23 @@ def run_bank_set(name: str, methods: Sequence[str]) -> list[Row]:
             ranker = bundle_ranker(replace(default, fusion=None) if method == "default-dense" else default)
         else:
             ranker = build(method, dataset, language, None, None)
-        report = evaluate(ranker, dataset, "test", method)
-        rows.append(Row(name, method, report.overall))
-        print(f"{name} {method}: MRR {report.overall['mrr']:.3f}", flush=True)
+        for label, left_only in ((name, False), (f"{name}, left only", True)):
+            report = evaluate(ranker, dataset, "test", method, left_only=left_only)
+            rows.append(Row(label, method, report.overall))
+            print(f"{label} {method}: MRR {report.overall['mrr']:.3f}", flush=True)
     return rows
+
+
+def default_over_plain(rows: Sequence[Row]) -> list[list[str]]:
+    """For each set measured with both the default and the plain baseline: their MRRs and the ratio."""
+    mrr = {(row.data_set, row.method): row.metrics["mrr"] for row in rows}
+    sets = dict.fromkeys(row.data_set for row in rows)
+    return [
+        [data_set, f"{mrr[data_set, 'plain']:.3f}", f"{mrr[data_set, 'default']:.3f}"]
+        + [f"{mrr[data_set, 'default'] / mrr[data_set, 'plain']:.2f}x"]
+        for data_set in sets
+        if (data_set, "plain") in mrr and (data_set, "default") in mrr
+    ]
 
 
 def run_set(name: str, methods: Sequence[str], split: str, gap_markers: bool, bundle: str | None) -> list[Row]:
@@ -270,6 +287,9 @@ def main() -> None:
     ]
     print(f"\nZero-shot and lexical methods, {args.split} split, full quote set:\n")
     print(markdown_table(["set", "method", "MRR", "R@1", "R@10", "multiple choice %"], table))
+    if ratios := default_over_plain(rows):
+        print("\nThe default server against the plain baseline (MRR):\n")
+        print(markdown_table(["set", "plain", "default", "default / plain"], ratios))
     if not args.no_writers_check:
         print("\nWriter's check, default server (built-in bank):\n")
         headers = ["language", "contexts", "intended quote in top 3", "distinct first quotes", "most common first"]

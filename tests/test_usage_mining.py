@@ -206,13 +206,19 @@ def test_at_most_the_cap_per_quote_with_the_files_spread():
     assert choose_examples(list(reversed(examples)), cap=12) == chosen
 
 
-def test_the_held_back_part_is_a_fixed_quarter_by_hash():
-    assert part(LEAP, "en/books/a.txt", 7) == part(LEAP, "en/books/a.txt", 7)
-    parts = [part(LEAP, "en/books/a.txt", line) for line in range(1, 2001)]
-    assert set(parts) == set(PARTS) and 0.2 < parts.count("held-back") / len(parts) < 0.3
-    for line in range(1, 50):
-        first_byte = hashlib.sha256(f"{LEAP}\ten/books/a.txt\t{line}".encode()).digest()[0]
-        assert part(LEAP, "en/books/a.txt", line) == ("held-back" if first_byte < 64 else "fit")
+def test_the_held_back_part_is_a_fixed_quarter_of_the_sources_each_held_back_whole():
+    # A book is one source: every line of it on one side.
+    for book in ("en/books/a.txt", "zh-classical/books/论语.txt"):
+        assert len({part(book, line) for line in range(1, 500)}) == 1
+    books = [part(f"en/books/book{number}.txt", 1) for number in range(2000)]
+    assert set(books) == set(PARTS) and 0.2 < books.count("held-back") / len(books) < 0.3
+    # A file of records (the idiom dictionary): each record is a source of its own.
+    records = [part("zh-modern/idioms.jsonl", line) for line in range(1, 2001)]
+    assert 0.2 < records.count("held-back") / len(records) < 0.3
+    keys = (("en/books/a.txt", 7, "en/books/a.txt"), ("zh-modern/idioms.jsonl", 9, "zh-modern/idioms.jsonl:9"))
+    for file, line, key in keys:
+        first_byte = hashlib.sha256(key.encode()).digest()[0]
+        assert part(file, line) == ("held-back" if first_byte < 64 else "fit")
 
 
 def test_the_command_writes_the_usage_file_and_prints_the_rule_table(tmp_path):
@@ -238,7 +244,7 @@ def test_the_command_writes_the_usage_file_and_prints_the_rule_table(tmp_path):
     assert all(len(row) == len(HEADER) for row in rows)
     assert {row[1] for row in rows} == {LEAP, HEAVEN}  # the bank's text, not the text as found
     assert {row[3] for row in rows} <= {f"books/b{k}.txt" for k in range(14)}
-    assert all(row[6] == part(row[1], row[3], int(row[4])) for row in rows)
+    assert all(row[6] == part(row[3], int(row[4])) for row in rows)
     assert sum(row[1] == LEAP for row in rows) == 12 and sum(row[1] == HEAVEN for row in rows) == 12
 
 
@@ -288,6 +294,6 @@ def test_the_committed_usage_files_are_well_formed(language):
     assert rows and all(len(row) == len(HEADER) for row in rows)
     for left, quote, right, file, line, rule, held in rows:
         assert quote in bank and (left or right) and int(line) >= 1 and not Path(file).is_absolute()
-        assert rule in RULES and held == part(quote, file, int(line))
+        assert rule in RULES and held == part(file, int(line))
     assert len({(left, quote, right) for left, quote, right, *_ in rows}) == len(rows)
     assert max(sum(row[1] == quote for row in rows) for quote in bank) <= 12
