@@ -3,7 +3,8 @@
     python -m benchmarks.quality [--split test|valid] [--sets en zh-modern zh-classical example bank-en
                                  bank-zh bank-zh-classical]
                                  [--methods bm25 crm mask native native+gloss plain hybrid hybrid-rrf]
-                                 [--bank-methods bm25 crm native+gloss plain default-dense default]
+                                 [--bank-methods bm25 crm native+gloss plain zero-shot-dense default-dense
+                                                 default default-unseen]
                                  [--bundle zh-classical=bundles/zh-classical ...] [--gap-markers]
 
 For each set (built by `make -C data en|zh-modern|zh-classical`; `example` is the built-in example set) it
@@ -26,8 +27,11 @@ usage examples (quote_bank/usage/), which nothing is fitted on: held back by sou
 of the idiom dictionary (quoter/datasets/mining/usage_file.py), so no book lends lines to both sides; CRM reads
 the bank's fit examples (written, and the real ones not held back); `default` is the default server's ranking
 (quoter/default_bundles.py) and `default-dense` its dense score alone (quote vectors pulled towards their
-examples, nothing fused). Each bank set is measured with both sides of the gap and with its left side alone
-(autocomplete, "SET, left only"), and a last table gives the default's MRR over the plain baseline's.
+examples, nothing fused); `zero-shot-dense` is the default's encoders before they learn anything, and
+`default-unseen` the default learned without any example of the held-back examples' quotes, as a quote added
+without examples is placed (it should be no worse than zero-shot-dense). Each bank set is measured with both
+sides of the gap and with its left side alone (autocomplete, "SET, left only"), and a last table gives the
+default's MRR over the plain baseline's.
 `--gap-markers` adds native with each gap marker (what stands in the gap of a mean-pooled context).
 
 Then the writer's check: hand-written contexts for quotes of the built-in bank (tests/data/writers_check/),
@@ -47,9 +51,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from quoter.bundle import Bundle
 from quoter.datasets import QuoteDataset, load_dataset
 from quoter.datasets.example_set import EXAMPLE_DATA
-from quoter.default_bundles import default_bundles
+from quoter.default_bundles import default_bundles, learned_bundle
 from quoter.encoders.model_sources import default_model, resolve_model
 from quoter.encoders.pooling import GapMarker, PoolingChoice
 from quoter.evaluation import evaluate
@@ -59,7 +64,7 @@ from quoter.hybrid_bundle import bundle_ranker
 from quoter.languages import Language
 from quoter.methods import MethodOptions, build_ranker
 from quoter.quote_bank import load_quote_bank
-from quoter.quote_bank.usage import bank_usage, usage_path
+from quoter.quote_bank.usage import BankUsage, bank_usage, usage_path
 from quoter.ranking import Query, Ranker
 from quoter.tables import markdown_table
 
@@ -78,7 +83,11 @@ METHODS = ("bm25", "crm", "mask", "native", "native+gloss", "plain", "hybrid", "
 # On the bank sets: train is the bank's fit examples (written, and real ones not held back), test the
 # held-back real ones; `default` is the default server's ranking, `default-dense` its dense score alone (the
 # quote vectors pulled towards their examples, without BM25, CRM and knn), the others are as above.
-BANK_METHODS = ("bm25", "crm", "native+gloss", "plain", "default-dense", "default")
+BANK_METHODS = ("bm25", "crm", "native+gloss", "plain", "zero-shot-dense", "default-dense", "default", "default-unseen")
+# The default's own encoders and window before it learns anything (`zero-shot-dense`), and the default learned
+# without any example of the held-back examples' quotes (`default-unseen`), which places those quotes as a quote
+# added without examples is placed: it should rank them at least as well as zero-shot-dense does.
+LEARNING_METHODS = ("zero-shot-dense", "default-dense", "default", "default-unseen")
 TRAINED_METHODS = ("trained", "trained+fusion")
 E5_MODELS = ("offline:me5-small",)
 
@@ -170,7 +179,7 @@ def run_bank_set(name: str, methods: Sequence[str]) -> list[Row]:
     default = None
     rows = []
     for method in methods:
-        if method.startswith("default"):
+        if method in LEARNING_METHODS:
             if default is None:
                 [default] = default_bundles([language])
                 info = default.info
@@ -178,7 +187,7 @@ def run_bank_set(name: str, methods: Sequence[str]) -> list[Row]:
                     f"{name} default: {default.fusion.describe()}, pull {info['usage_pull']:g}, cross-fitted MRR "
                     f"{info['usage_fit_mrr']:.3f} on {info['usage_examples']} examples"
                 )
-            ranker = bundle_ranker(replace(default, fusion=None) if method == "default-dense" else default)
+            ranker = bundle_ranker(learning_stage(default, method))
         else:
             ranker = build(method, dataset, language, None, None)
         for label, left_only in ((name, False), (f"{name}, left only", True)):
@@ -186,6 +195,23 @@ def run_bank_set(name: str, methods: Sequence[str]) -> list[Row]:
             rows.append(Row(label, method, report.overall))
             print(f"{label} {method}: MRR {report.overall['mrr']:.3f}", flush=True)
     return rows
+
+
+def learning_stage(default: Bundle, method: str) -> Bundle:
+    """The bundle of one of LEARNING_METHODS, from the default bundle of a bank."""
+    if method == "default":
+        return default
+    if method == "default-dense":
+        return replace(default, fusion=None)
+    quotes = load_quote_bank(default.language)
+    usage = bank_usage(default.language, quotes)
+    if method == "zero-shot-dense":
+        usage = BankUsage([], [], usage.held_back)
+    else:
+        unseen = {sample.quote_id for sample in usage.held_back}
+        kept = [row for row, sample in enumerate(usage.fit) if sample.quote_id not in unseen]
+        usage = BankUsage([usage.fit[row] for row in kept], [usage.fit_real[row] for row in kept], usage.held_back)
+    return learned_bundle(replace(default, fusion=None, known_contexts=[], known_vectors=None), quotes, usage)
 
 
 def default_over_plain(rows: Sequence[Row]) -> list[list[str]]:
