@@ -25,11 +25,12 @@ when notified, and again after every reconnect. While the database cannot be rea
 up when the database is back. Messages and logs name the set, database, host and port, never the URL, which
 may hold a password.
 
-Every wait on the database is bounded, by STORE_WAIT_S for a whole change (connecting, its statements, the
-commit) and for each catch-up: a database whose processes hang (stopped, swapping) answers nothing, and neither
-TCP keepalives (the kernel still acknowledges) nor statement_timeout (the server runs no timer) end that wait,
-so a watchdog shuts the connection's socket down when the time is up. No wait happens under the in-memory
-set's read lock (see LiveQuotes), so recommendations and listings answer from memory meanwhile.
+Every wait on the database is bounded by STORE_WAIT_S: connecting (connect_timeout), then a change's
+statements and its commit together, and each catch-up. A database whose processes hang (stopped, swapping)
+answers nothing, and neither TCP keepalives (the kernel still acknowledges) nor statement_timeout (the server
+runs no timer) end that wait, so a watchdog shuts the connection's socket down when the time is up. No wait
+happens under the in-memory set's read lock (see LiveQuotes), so recommendations and listings answer from memory
+meanwhile.
 
 A connection lost while COMMIT was on its way leaves the change's fate unknown to this process: it connects
 again and looks whether the change was logged at its version. Made, the change is acknowledged as usual; not
@@ -75,8 +76,8 @@ SCHEMA_VERSION = 1
 CHANNEL = "quoter_changes"
 # Taken while the tables are made and a set is seeded, so that processes starting at once do both once.
 SETUP_LOCK = 0x71756F746572  # "quoter"
-# How long a change (connecting, its statements and its commit), a catch-up, or finding out whether a change
-# whose commit was cut off was made, may wait for the database: a few times what a healthy one takes under load.
+# How long connecting, a change's statements and commit, a catch-up, or finding out whether a change whose
+# commit was cut off was made, may each wait for the database: a few times what a healthy one takes under load.
 STORE_WAIT_S = 5.0
 # What ends a wait on a database that went away without a word (a lost network, a closed server); one that hangs
 # is ended by the watchdog of `bounded`.
