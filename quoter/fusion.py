@@ -40,10 +40,14 @@ class FusionRule(str, Enum):
 
 @dataclass(frozen=True)
 class Fusion:
-    """A fitted fusion: the rule and each signal's weight (signals absent from `weights` are ignored)."""
+    """A fitted fusion: the rule and each signal's weight (signals absent from `weights` are ignored); and
+    `hubness`: when above 0, the dense score of each quote is taken less its hubness (see `hubness`), the mean of
+    its `hubness` highest similarities to the known contexts, so that quotes drawn towards contexts (a pulled
+    quote) do not outrank the others for every context (0: the dense score as it is)."""
 
     rule: FusionRule = FusionRule.ZSCORE
     weights: dict[str, float] = field(default_factory=lambda: {"dense": 1.0})
+    hubness: int = 0
 
     def describe(self) -> str:
         """One line for logs: the rule and each signal's weight."""
@@ -57,6 +61,16 @@ class Fusion:
     def from_json(cls, data: Any) -> Fusion:
         """Read `to_json`'s output; a bad value is a one-line InputError naming the field."""
         return from_json(cls, data, None)
+
+
+def hubness(quote_vectors: np.ndarray, known_vectors: np.ndarray | None, k: int) -> np.ndarray:
+    """Each quote's hubness: the mean of its `k` highest inner products with the known context vectors (fewer
+    where fewer are known; 0 where none are, or k is 0). A quote close to every context has a high one."""
+    if k <= 0 or known_vectors is None or not len(known_vectors):
+        return np.zeros(len(quote_vectors), dtype=np.float32)
+    similarities = np.asarray(known_vectors, dtype=np.float32) @ np.asarray(quote_vectors, dtype=np.float32).T
+    top = min(k, len(similarities))
+    return np.partition(similarities, len(similarities) - top, axis=0)[-top:].mean(axis=0).astype(np.float32)
 
 
 @runtime_checkable

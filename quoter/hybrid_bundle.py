@@ -15,7 +15,7 @@ from quoter.datasets import Sample
 from quoter.encoders.configs import ENCODE_BATCH
 from quoter.encoders.neighbor_ranker import NeighborRanker
 from quoter.encoders.ranker import ContextVectors, EncoderRanker
-from quoter.fusion import FusionRule, HybridRanker, Signal, fit_hybrid
+from quoter.fusion import FusionRule, HybridRanker, Signal, fit_hybrid, hubness
 from quoter.quote_record import QuoteRecord
 from quoter.ranking import Query, Ranker
 
@@ -39,9 +39,10 @@ def ranker_over(
     contexts of the quotes the set shares with the bundle. `runtime`: (its description, an encoder that runs
     the context encoder otherwise, e.g. ONNX Runtime); None: the context encoder itself."""
     name, context = runtime or ("torch", bundle.context_encoder)
-    dense = EncoderRanker(context, vectors, batch_size, name)
     if bundle.fusion is None:
-        return dense
+        return EncoderRanker(context, vectors, batch_size, name)
+    offsets = hubness(vectors, bundle.known_vectors, bundle.fusion.hubness) if bundle.fusion.hubness else None
+    dense = EncoderRanker(context, vectors, batch_size, name, offsets)
     signals = {"dense": Signal(dense), **known_signals(bundle, records)}
     return HybridRanker(signals, bundle.fusion, lambda queries: context.encode(queries, batch_size))
 

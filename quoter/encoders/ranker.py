@@ -22,7 +22,7 @@ class ContextVectors(Protocol):
 
 class EncoderRanker:
     """A Ranker over a fixed quote matrix (n_quotes, hidden) and a context encoder; `runtime` says what runs
-    the encoder (for logs)."""
+    the encoder (for logs); `offsets`: an amount taken off each quote's score (None: none)."""
 
     def __init__(
         self,
@@ -30,16 +30,20 @@ class EncoderRanker:
         quote_vectors: np.ndarray,
         batch_size: int = ENCODE_BATCH,
         runtime: str = "torch",
+        offsets: np.ndarray | None = None,
     ) -> None:
         self.context_encoder = context_encoder
         self.quote_vectors = np.ascontiguousarray(quote_vectors, dtype=np.float32)
         self.batch_size = batch_size
         self.runtime = runtime
+        self.offsets = offsets
 
     def score(self, queries: Sequence[Query]) -> np.ndarray:
         """Inner products of each query's context vector with every quote vector."""
         return self.score_vectors(self.context_encoder.encode(queries, self.batch_size))
 
     def score_vectors(self, vectors: np.ndarray) -> np.ndarray:
-        """Inner products of context vectors (of this ranker's context encoder) with every quote vector."""
-        return vectors @ self.quote_vectors.T
+        """Inner products of context vectors (of this ranker's context encoder) with every quote vector, less
+        the quotes' offsets."""
+        scores = vectors @ self.quote_vectors.T
+        return scores if self.offsets is None else scores - self.offsets[None, :]

@@ -62,8 +62,11 @@ def place_context_encoder(bundle: Bundle, config: RecommenderConfig) -> None:
 def usage_learning(bundle: Bundle, context: ContextVectors, config: RecommenderConfig) -> UsageLearning:
     """How quotes added to a hybrid bundle's set learn from their usage examples: encoded by `context`, the
     runtime that encodes queries (knn compares them with queries), with the pull the bundle's own quotes got
-    (0 for a bundle that learned none: a trained one)."""
-    return UsageLearning(context, float(bundle.info.get("usage_pull", 0.0)), config.encode_batch)
+    (0 for a bundle that learned none: a trained one), and each quote's hubness over the bundle's known
+    contexts, where its fusion takes it off."""
+    assert bundle.fusion is not None
+    pull = float(bundle.info.get("usage_pull", 0.0))
+    return UsageLearning(context, pull, config.encode_batch, bundle.known_vectors, bundle.fusion.hubness)
 
 
 class Recommender:

@@ -3,7 +3,8 @@ quote set, so that the server and `quoter batch` rank as `quoter evaluate --meth
 
 Every quote is scored (the lexical signals and the z-scores need the whole set), then the top k are taken
 by the fused score. The probability stays the softmax of the dense score over the whole set, as for any
-bundle. BM25, CRM and knn are rebuilt for the set's current texts after it changes. A quote added at run
+bundle; the dense score the fusion reads is taken less each quote's hubness where the bundle's fusion says so
+(LiveQuotes keeps it). BM25, CRM and knn are rebuilt for the set's current texts after it changes. A quote added at run
 time knows the usage examples it was added with, which CRM and knn read beside the bundle's own known contexts;
 one added without any is left neutral by CRM and knn, and the dense score and BM25 rank it.
 """
@@ -67,7 +68,8 @@ class LiveFusion:
         if not scored.records:
             return [[] for _ in ks]
         known = self._known(scored)
-        raw = {"dense": scored.scores, **known.signal_scores(queries, vectors)}
+        dense = scored.scores if scored.hubness is None else scored.scores - scored.hubness[None, :]
+        raw = {"dense": dense, **known.signal_scores(queries, vectors)}
         fused = fused_scores(raw, known.covered(), self.fusion)
         log_normalizers = logsumexp(scored.scores.astype(np.float64), axis=1)
         results = []

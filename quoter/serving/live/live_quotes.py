@@ -39,6 +39,7 @@ from quoter.encoders.configs import ENCODE_BATCH
 from quoter.encoders.quote_encoder import QuoteEncoder
 from quoter.encoders.ranker import ContextVectors
 from quoter.errors import InputError, QuoterError
+from quoter.fusion import hubness
 from quoter.quote_record import has_visible_text
 from quoter.quote_set import QuoteSet, encode_quote_set
 from quoter.ranking import Query
@@ -140,6 +141,12 @@ class UsageLearning:
     context: ContextVectors
     pull: float
     batch_size: int = ENCODE_BATCH
+    known: np.ndarray | None = None  # the bundle's known context vectors, which each quote's hubness is over
+    hubness: int = 0  # the bundle fusion's (quoter.fusion.hubness): how many of them it is over; 0: none
+
+    def hubness_of(self, vectors: np.ndarray) -> np.ndarray:
+        """The hubness of quote vectors (n, dim), which the fused ranking takes off their dense scores."""
+        return hubness(vectors, self.known, self.hubness)
 
     def learn(self, vector: np.ndarray, contexts: Sequence[Query]) -> tuple[np.ndarray, UsageExamples]:
         """The quote's vector (1, dim) pulled towards the contexts, and the contexts with their vectors."""
@@ -161,14 +168,16 @@ class ScoredQuote:
 @dataclass(frozen=True)
 class ScoredSet:
     """The whole live set scored for some contexts: ids and records in the same order, the inner-product
-    scores (contexts, quotes), the version of the set they were taken from, and the usage examples of its
-    quotes added with some, by id."""
+    scores (contexts, quotes), the version of the set they were taken from, the usage examples of its
+    quotes added with some, by id, and each quote's hubness in the same order (None where the set takes none
+    off: see UsageLearning)."""
 
     ids: np.ndarray
     records: list[QuoteRecord]
     scores: np.ndarray
     version: int
     examples: Mapping[int, UsageExamples]
+    hubness: np.ndarray | None = None
 
 
 def quote_key(text: str) -> str:
@@ -208,6 +217,10 @@ class LiveQuotes:
         self._index = index
         self._encoder = encoder
         self._store = store
+        # Each quote's hubness, where the set's UsageLearning takes it (a dict by id, and an array in the index's
+        # order for the version it was made at).
+        self._hubness: dict[int, float] = {}
+        self._hubness_row: tuple[int, np.ndarray] | None = None
         self._lock = threading.RLock()  # the set in memory; never held across a store's round trip
         self._changing = threading.RLock()  # one change at a time, held across the store's round trips
         self._version = 0  # counts changes, so that what is derived from the set knows when to rebuild
@@ -256,7 +269,10 @@ class LiveQuotes:
     ) -> LiveQuotes:
         """`quotes` as they were read from `store` (None: kept in memory), indexed as `config` says."""
         index = QuoteIndex(np.array(list(quotes.records), dtype=np.int64), quotes.vectors, config)
-        return cls(quotes.records, index, encoder, store, quotes.next_id, quotes.examples, usage)
+        live = cls(quotes.records, index, encoder, store, quotes.next_id, quotes.examples, usage)
+        if usage is not None and usage.hubness:
+            live._hubness = dict(zip(quotes.records, usage.hubness_of(quotes.vectors).tolist()))
+        return live
 
     def __len__(self) -> int:
         return len(self._records)
@@ -363,6 +379,8 @@ class LiveQuotes:
         self._index.add(np.array([quote_id]), vector)
         self._records[quote_id] = record
         self._by_text[record.text] = quote_id
+        if self._usage is not None and self._usage.hubness:
+            self._hubness[quote_id] = float(self._usage.hubness_of(vector)[0])
         if examples is not None:
             self._examples = {**self._examples, quote_id: examples}
         self._version += 1
@@ -415,6 +433,7 @@ class LiveQuotes:
         self._index.remove(np.array([quote_id]))
         record = self._records.pop(quote_id)
         del self._by_text[quote_key(record.text)]
+        self._hubness.pop(quote_id, None)
         if quote_id in self._examples:
             self._examples = {key: value for key, value in self._examples.items() if key != quote_id}
         self._version += 1
@@ -452,7 +471,17 @@ class LiveQuotes:
         consistent view."""
         with self._lock:
             ids, scores = self._index.all_scores(vectors)
-            return ScoredSet(ids, [self._records[int(i)] for i in ids], scores, self._version, self._examples)
+            records = [self._records[int(i)] for i in ids]
+            return ScoredSet(ids, records, scores, self._version, self._examples, self._hubness_in_order(ids))
+
+    def _hubness_in_order(self, ids: np.ndarray) -> np.ndarray | None:
+        """The quotes' hubness in the order of `ids` (the index's, fixed between changes); None where the set
+        takes none. Called under the read lock."""
+        if not self._hubness:
+            return None
+        if self._hubness_row is None or self._hubness_row[0] != self._version:
+            self._hubness_row = (self._version, np.array([self._hubness[int(i)] for i in ids], dtype=np.float32))
+        return self._hubness_row[1]
 
     def search(self, vectors: np.ndarray, ks: Sequence[int]) -> list[list[ScoredQuote]]:
         """For each context vector, its top ks[i] quotes, best first, with probabilities over all quotes."""
