@@ -20,7 +20,8 @@ prints MRR, R@1 and R@10 over the full quote set of:
   trained+fusion       score alone, and its saved fusion with bm25, crm and knn (the shipped method);
   plain                an independent baseline written here with plain transformers on the same model:
                        mean pooling, cosine, e5 prompts for e5, the gap written as '___'.
-Where the set has a candidate file (zh-modern: candidates.jsonl), multiple-choice accuracy too.
+Where the set has a candidate file (zh-modern: candidates.jsonl), multiple-choice accuracy too. Every set is
+measured with both sides of the gap and with its left side alone ("SET, left only").
 
 The bank sets (bank-en, bank-zh, bank-zh-classical) are the built-in banks measured on their held-back real
 usage examples (quote_bank/usage/), which nothing is fitted on: held back by source, whole books and records
@@ -227,8 +228,8 @@ def default_over_plain(rows: Sequence[Row]) -> list[list[str]]:
 
 
 def run_set(name: str, methods: Sequence[str], split: str, gap_markers: bool, bundle: str | None) -> list[Row]:
-    """Every method on one set, and the trained methods when a bundle is given for it; a set that is not built
-    is skipped with a note."""
+    """Every method on one set, with both sides of the gap and with its left side alone, and the trained methods
+    when a bundle is given for it; a set that is not built is skipped with a note."""
     path, language = SETS[name]
     if not path.is_file():
         print(f"{name}: {path} is missing; build it with `make -C data {name}`")
@@ -245,10 +246,11 @@ def run_set(name: str, methods: Sequence[str], split: str, gap_markers: bool, bu
     rows = []
     for method, gap in runs:
         ranker = build(method, dataset, language, gap, bundle)
-        report = evaluate(ranker, dataset, split, method, candidates=candidates)
         label = method if gap is None else f"native, gap {gap.value}"
-        rows.append(Row(name, label, {**report.overall, **report.candidate_metrics()}))
-        print(f"{name} {label}: MRR {report.overall['mrr']:.3f}", flush=True)
+        for set_label, left_only in ((name, False), (f"{name}, left only", True)):
+            report = evaluate(ranker, dataset, split, method, left_only=left_only, candidates=candidates)
+            rows.append(Row(set_label, label, {**report.overall, **report.candidate_metrics()}))
+            print(f"{set_label} {label}: MRR {report.overall['mrr']:.3f}", flush=True)
     return rows
 
 
